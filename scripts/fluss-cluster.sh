@@ -1,0 +1,511 @@
+#!/usr/bin/env bash
+# Local Apache Fluss 0.9.1 cluster for tests, CI and the quickstart: jars from
+# Maven Central, one JVM per server, everything on 127.0.0.1, no docker.
+# Run `scripts/fluss-cluster.sh help` for the commands.
+set -euo pipefail
+
+FLUSS_VERSION=0.9.1-incubating
+# log4j version pinned by the Fluss 0.9.1 root pom (`log4j.version`); the
+# server uses SLF4J 1.7, hence the log4j-slf4j-impl binding (not slf4j2-impl).
+LOG4J_VERSION=2.25.4
+CACHE_DIR=${FLUSS_CACHE_DIR:-$HOME/.cache/iggy-fluss-source/fluss-0.9.1}
+LIB_DIR=$CACHE_DIR/lib
+
+ZK_MAIN=org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.server.quorum.QuorumPeerMain
+COORDINATOR_MAIN=org.apache.fluss.server.coordinator.CoordinatorServer
+TABLET_MAIN=org.apache.fluss.server.tablet.TabletServer
+
+# Heaps sized for a 2-core CI box running several clusters one after another;
+# override through the environment when a test needs more.
+ZK_HEAP=${FLUSS_ZK_HEAP:-128m}
+COORDINATOR_HEAP=${FLUSS_COORDINATOR_HEAP:-384m}
+TABLET_HEAP=${FLUSS_TABLET_HEAP:-768m}
+# Seconds to wait for a port to accept connections / a process to exit on TERM.
+START_TIMEOUT=${FLUSS_START_TIMEOUT:-90}
+STOP_TIMEOUT=${FLUSS_STOP_TIMEOUT:-20}
+
+# Absolute, so the watchdog can re-run us from any working directory.
+SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+
+die() { echo "fluss-cluster: $*" >&2; exit 1; }
+info() { echo "fluss-cluster: $*" >&2; }
+
+# ---------------------------------------------------------------- fetch
+
+ARTIFACTS=(
+  "org.apache.fluss:fluss-server:$FLUSS_VERSION"
+  "org.apache.logging.log4j:log4j-api:$LOG4J_VERSION"
+  "org.apache.logging.log4j:log4j-core:$LOG4J_VERSION"
+  "org.apache.logging.log4j:log4j-slf4j-impl:$LOG4J_VERSION"
+)
+
+require_java() {
+  command -v java >/dev/null 2>&1 || die "java not found on PATH; install a JDK 17 or newer (e.g. apt-get install openjdk-17-jre-headless)"
+  local v
+  v=$(java -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}')
+  [[ -n "$v" ]] || die "could not read the Java version from 'java -XshowSettings:properties -version'"
+  # Fluss 0.9.1 calls MappedByteBuffer.duplicate(), which only exists from Java 17 on.
+  (( ${v%%.*} >= 17 )) || die "Java $v found, Fluss $FLUSS_VERSION needs Java 17 or newer; put a newer java first on PATH"
+}
+
+fetch() {
+  require_java
+  local stamp=$LIB_DIR/.complete want
+  want=$(printf '%s\n' "${ARTIFACTS[@]}")
+  if [[ -f $stamp && "$(cat "$stamp")" == "$want" ]]; then
+    write_log4j_conf
+    return 0
+  fi
+  command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH; install Maven 3 (e.g. apt-get install maven), it downloads the Fluss jars from Maven Central"
+  mkdir -p "$CACHE_DIR"
+  local tmp
+  tmp=$(mktemp -d "$CACHE_DIR/lib.tmp.XXXXXX")
+  local a
+  for a in "${ARTIFACTS[@]}"; do
+    info "fetching $a"
+    # dependency:copy takes exactly one artifact and none of its dependencies:
+    # fluss-server is a fat jar (verified below), log4j needs nothing else.
+    if ! mvn -q -B dependency:copy -Dartifact="$a" -DoutputDirectory="$tmp" >"$tmp/mvn.log" 2>&1; then
+      cat "$tmp/mvn.log" >&2
+      rm -rf "$tmp"
+      die "maven could not download $a (see the output above; is Maven Central reachable?)"
+    fi
+  done
+  rm -f "$tmp/mvn.log"
+  # The fat jar must carry the shaded ZooKeeper, RocksDB and slf4j-api, or the
+  # servers fail at start with a ClassNotFoundException much later.
+  local cls
+  local listing
+  listing=$(unzip -Z1 "$tmp/fluss-server-$FLUSS_VERSION.jar" 2>/dev/null || jar tf "$tmp/fluss-server-$FLUSS_VERSION.jar")
+  for cls in \
+    "org/apache/fluss/shaded/zookeeper3/org/apache/zookeeper/server/quorum/QuorumPeerMain.class" \
+    "org/apache/fluss/server/tablet/TabletServer.class" \
+    "org/rocksdb/RocksDB.class" \
+    "org/slf4j/Logger.class"; do
+    grep -qxF "$cls" <<<"$listing" || { rm -rf "$tmp"; die "fluss-server-$FLUSS_VERSION.jar lacks $cls; the jar layout changed, fix ARTIFACTS in $0"; }
+  done
+  printf '%s\n' "$want" >"$tmp/.complete"
+  rm -rf "$LIB_DIR"
+  mv "$tmp" "$LIB_DIR"
+  write_log4j_conf
+  info "jars in $LIB_DIR"
+}
+
+# Our own log4j2 configuration: one plain file per server (path from
+# -Dlog.file), INFO by default, the chatty ZooKeeper client/server and
+# RocksDB-adjacent packages at WARN so test failures show Fluss' own lines.
+write_log4j_conf() {
+  local f=$CACHE_DIR/log4j2.properties
+  [[ -f $f ]] && return 0
+  mkdir -p "$CACHE_DIR"
+  cat >"$f.tmp" <<'LOG4J'
+# Written by scripts/fluss-cluster.sh; one log file per server process.
+status = warn
+rootLogger.level = ${env:FLUSS_LOG_LEVEL:-INFO}
+rootLogger.appenderRef.file.ref = file
+
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:log.file}
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{HH:mm:ss.SSS} %-5p [%t] %c{1.} - %m%n
+
+logger.zk.name = org.apache.fluss.shaded.zookeeper3
+logger.zk.level = WARN
+logger.curator.name = org.apache.fluss.shaded.curator5
+logger.curator.level = WARN
+LOG4J
+  mv "$f.tmp" "$f"
+}
+
+# ---------------------------------------------------------------- helpers
+
+# A pid counts as ours only while it is alive (not a zombie: the servers are
+# re-parented when this script exits, and a non-reaping init leaves zombies
+# that `kill -0` still reports) and its command line names this cluster dir,
+# so a recycled pid is never signalled.
+is_ours() {
+  local pid=$1 dir=$2 state
+  [[ -n "$pid" && -r /proc/$pid/stat ]] || return 1
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [[ "$state" != Z && "$state" != X ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-Dfluss.cluster.dir=$dir " ||
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "fluss-cluster.sh watchdog $dir "
+}
+
+pid_of() { cat "$1/pids/$2" 2>/dev/null || true; }
+port_of() { cat "$1/ports/$2" 2>/dev/null || true; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Pick a port nobody listens on or recently used. Outside the kernel's
+# ephemeral range so client sockets cannot grab it between pick and bind.
+free_port() {
+  local dir=$1 p i used
+  used=$(cat "$dir"/ports/* 2>/dev/null || true)
+  for i in $(seq 1 200); do
+    p=$((20000 + RANDOM % 12000))
+    grep -qx "$p" <<<"$used" && continue
+    if command -v ss >/dev/null 2>&1; then
+      ss -Htan "( sport = :$p )" 2>/dev/null | grep -q . && continue
+    fi
+    port_open "$p" && continue
+    echo "$p"
+    return 0
+  done
+  die "no free port found on 127.0.0.1"
+}
+
+# Wait until NAME's port accepts connections; fail early if the process died.
+wait_port() {
+  local dir=$1 name=$2 port=$3 pid deadline=$((SECONDS + START_TIMEOUT))
+  pid=$(pid_of "$dir" "$name")
+  while ! port_open "$port"; do
+    if ! is_ours "$pid" "$dir"; then
+      info "$name (pid $pid) exited before listening on 127.0.0.1:$port"
+      return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      info "$name (pid $pid) did not listen on 127.0.0.1:$port within ${START_TIMEOUT}s"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+log_tail() {
+  local dir=$1 lines=${2:-40} f
+  for f in "$dir"/log/*.log "$dir"/log/*.out; do
+    [[ -s $f ]] || continue
+    echo "===== $f (last $lines lines) ====="
+    tail -n "$lines" "$f"
+  done
+}
+
+# Stop one process: TERM, wait, KILL. Silent if it is already gone.
+stop_pid() {
+  local dir=$1 name=$2 signal=${3:-TERM} pid i
+  pid=$(pid_of "$dir" "$name")
+  is_ours "$pid" "$dir" || return 0
+  kill -s "$signal" "$pid" 2>/dev/null || true
+  for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
+    is_ours "$pid" "$dir" || return 0
+    sleep 0.1
+  done
+  info "$name (pid $pid) ignored $signal for ${STOP_TIMEOUT}s, sending KILL"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    is_ours "$pid" "$dir" || return 0
+    sleep 0.1
+  done
+  info "$name (pid $pid) still alive after KILL"
+}
+
+classpath() {
+  local cp="" j
+  # fluss-server last, like upstream's config.sh, so log4j's classes win.
+  for j in "$LIB_DIR"/log4j-*.jar; do cp+="$j:"; done
+  echo "${cp}$LIB_DIR/fluss-server-$FLUSS_VERSION.jar"
+}
+
+# Start one JVM in its own session, detached from our stdin/stdout/stderr so a
+# caller reading our output (e.g. Rust's Command::output) sees EOF when this
+# script exits, not when the cluster stops.
+launch() {
+  local dir=$1 name=$2 heap=$3 main=$4
+  shift 4
+  local -a jvm=(
+    java -Dfluss.cluster.dir="$dir" "-Xmx$heap" "-Xms${FLUSS_XMS:-64m}"
+    -XX:+IgnoreUnrecognizedVMOptions -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError
+    # Arrow needs reflective access to java.nio on Java 17+; on the class path
+    # it is in the unnamed module (upstream also names arrow's module, which
+    # only prints an "Unknown module" warning here).
+    --add-opens=java.base/java.nio=ALL-UNNAMED
+    -Djava.io.tmpdir="$dir/tmp"
+    -Dlog.file="$dir/log/$name.log"
+    -Dlog4j.configurationFile="file:$CACHE_DIR/log4j2.properties"
+    -Dlog4j.shutdownHookEnabled=false
+    -Dzookeeper.admin.enableServer=false
+  )
+  # ZooKeeper and the coordinator do little work in tests: C1 only starts
+  # faster and leaves the second core to the tablet servers and the test.
+  [[ $name == tablet-* ]] || jvm+=(-XX:TieredStopAtLevel=1)
+  # shellcheck disable=SC2206
+  jvm+=(${FLUSS_JAVA_OPTS:-} -cp "$(classpath)" "$main" "$@")
+  setsid "${jvm[@]}" </dev/null >"$dir/log/$name.out" 2>&1 &
+  echo $! >"$dir/pids/$name"
+}
+
+# server.yaml for one server: shared keys, then the server's own, then the
+# user's --conf lines; a later key replaces an earlier one (the YAML parser
+# would reject duplicates).
+write_server_yaml() {
+  local dir=$1 name=$2
+  shift 2
+  local -A val=()
+  local -a order=()
+  local kv k
+  while IFS= read -r kv; do
+    [[ -n $kv ]] || continue
+    k=${kv%%=*}
+    [[ -v "val[$k]" ]] || order+=("$k")
+    val[$k]=${kv#*=}
+  done < <(cat "$dir/conf/common.conf"; printf '%s\n' "$@"; cat "$dir/conf/extra.conf")
+  mkdir -p "$dir/conf/$name"
+  for k in "${order[@]}"; do
+    printf '%s: %s\n' "$k" "${val[$k]}"
+  done >"$dir/conf/$name/server.yaml"
+}
+
+listeners() {
+  local dir=$1 name=$2
+  local l="FLUSS://127.0.0.1:$(port_of "$dir" "$name")"
+  [[ -f $dir/sasl-bootstrap ]] && l+=", SASL://127.0.0.1:$(port_of "$dir" "$name-sasl")"
+  echo "$l"
+}
+
+start_zookeeper() {
+  local dir=$1
+  cat >"$dir/conf/zookeeper.properties" <<ZK
+dataDir=$dir/data/zookeeper
+clientPort=$(port_of "$dir" zookeeper)
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+tickTime=2000
+initLimit=10
+syncLimit=5
+ZK
+  launch "$dir" zookeeper "$ZK_HEAP" "$ZK_MAIN" "$dir/conf/zookeeper.properties"
+  wait_port "$dir" zookeeper "$(port_of "$dir" zookeeper)"
+}
+
+start_coordinator_server() {
+  local dir=$1
+  write_server_yaml "$dir" coordinator "bind.listeners=$(listeners "$dir" coordinator)" \
+    "data.dir=$dir/data/coordinator"
+  launch "$dir" coordinator "$COORDINATOR_HEAP" "$COORDINATOR_MAIN" --configDir "$dir/conf/coordinator"
+  wait_port "$dir" coordinator "$(port_of "$dir" coordinator)"
+}
+
+start_tablet_server() {
+  local dir=$1 i=$2
+  write_server_yaml "$dir" "tablet-$i" "bind.listeners=$(listeners "$dir" "tablet-$i")" \
+    "tablet-server.id=$i" "data.dir=$dir/data/tablet-$i"
+  launch "$dir" "tablet-$i" "$TABLET_HEAP" "$TABLET_MAIN" --configDir "$dir/conf/tablet-$i"
+  wait_port "$dir" "tablet-$i" "$(port_of "$dir" "tablet-$i")"
+}
+
+# The owner's start time (field 22 of /proc/PID/stat) tells a recycled pid apart.
+proc_start_time() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null || true; }
+
+watchdog() {
+  local dir=$1 owner=$2 started=$3
+  while [[ -d $dir && "$(proc_start_time "$owner")" == "$started" ]]; do
+    sleep 1
+  done
+  [[ -d $dir ]] || exit 0
+  echo "$(date +%T) owner pid $owner exited, stopping the cluster" >>"$dir/log/watchdog.out"
+  exec "$SELF" stop "$dir"
+}
+
+cluster_dir() {
+  [[ -n ${1:-} ]] || die "missing DIR"
+  [[ -d $1/pids ]] || die "$1 is not a cluster directory (no pids/ inside)"
+  (cd "$1" && pwd)
+}
+
+tablet_index() {
+  [[ ${2:-} =~ ^[0-9]+$ ]] || die "tablet index must be a number, got '${2:-}'"
+  [[ -f $1/ports/tablet-$2 ]] || die "no tablet server $2 in $1 (tablets: 0..$(($(cat "$1/tablets") - 1)))"
+}
+
+# ---------------------------------------------------------------- commands
+
+start() {
+  local dir="" tablets=1 sasl=0 owner="" i
+  local -a extra=()
+  while (($#)); do
+    case $1 in
+      --tablets) tablets=${2:?--tablets needs a number}; shift 2 ;;
+      --sasl) sasl=1; shift ;;
+      --owner-pid) owner=${2:?--owner-pid needs a pid}; shift 2 ;;
+      --conf)
+        [[ ${2:-} == *=* ]] || die "--conf needs key=value, got '${2:-}'"
+        extra+=("$2"); shift 2 ;;
+      -*) die "unknown option '$1' for start" ;;
+      *) [[ -z $dir ]] || die "start takes one DIR, got '$dir' and '$1'"; dir=$1; shift ;;
+    esac
+  done
+  [[ -n $dir ]] || die "usage: start DIR [--tablets N] [--sasl] [--owner-pid PID] [--conf key=value ...]"
+  [[ $tablets =~ ^[1-9][0-9]*$ ]] || die "--tablets must be a positive number, got '$tablets'"
+  if [[ -n $owner ]]; then
+    [[ $owner =~ ^[0-9]+$ && -r /proc/$owner/stat ]] || die "--owner-pid $owner is not a running process"
+  fi
+  if [[ -e $dir ]] && [[ -n "$(ls -A "$dir" 2>/dev/null)" ]]; then
+    die "$dir exists and is not empty; start needs a fresh directory (stale ZooKeeper or data dirs corrupt the metadata)"
+  fi
+  fetch
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  mkdir -p "$dir"/{pids,ports,log,conf,data,remote,tmp}
+  echo "$tablets" >"$dir/tablets"
+  # On any failure from here on: show the logs, stop what runs, keep DIR for a look.
+  trap 'rc=$?; if ((rc)); then info "start failed; server logs follow"; log_tail "$dir" >&2; stop "$dir" --keep; fi' EXIT
+
+  local name
+  for name in zookeeper coordinator $(seq -f 'tablet-%g' 0 $((tablets - 1))); do
+    free_port "$dir" >"$dir/ports/$name"
+    if ((sasl)) && [[ $name != zookeeper ]]; then free_port "$dir" >"$dir/ports/$name-sasl"; fi
+  done
+  echo "127.0.0.1:$(port_of "$dir" coordinator)" >"$dir/bootstrap"
+  if ((sasl)); then
+    echo "127.0.0.1:$(port_of "$dir" coordinator-sasl)" >"$dir/sasl-bootstrap"
+    printf '%s\n' "admin admin-secret" "alice alice-secret" >"$dir/sasl-users"
+  fi
+
+  {
+    echo "zookeeper.address=127.0.0.1:$(port_of "$dir" zookeeper)"
+    echo "remote.data.dir=$dir/remote"
+    echo "default.bucket.number=1"
+    echo "default.replication.factor=1"
+    # Two cores: one network thread and a few workers per server are plenty.
+    echo "netty.server.num-network-threads=1"
+    echo "netty.server.num-worker-threads=2"
+    echo "netty.client.num-network-threads=1"
+    echo "server.io-pool.size=2"
+    echo "server.background.threads=2"
+    echo "log.replica.fetcher-number=1"
+    echo "kv.rocksdb.thread.num=1"
+    if ((sasl)); then
+      echo "security.protocol.map=SASL:sasl"
+      echo "security.sasl.enabled.mechanisms=plain"
+      echo 'security.sasl.plain.jaas.config=org.apache.fluss.security.auth.sasl.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret";'
+    fi
+  } >"$dir/conf/common.conf"
+  printf '%s\n' "${extra[@]+"${extra[@]}"}" >"$dir/conf/extra.conf"
+
+  if [[ -n $owner ]]; then
+    setsid "$SELF" watchdog "$dir" "$owner" "$(proc_start_time "$owner")" </dev/null >>"$dir/log/watchdog.out" 2>&1 &
+    echo $! >"$dir/pids/watchdog"
+  fi
+
+  info "starting ZooKeeper on 127.0.0.1:$(port_of "$dir" zookeeper)"
+  start_zookeeper "$dir"
+  info "starting coordinator on $(listeners "$dir" coordinator)"
+  start_coordinator_server "$dir"
+  # Tablet servers start in parallel: each JVM spends ~most of its start in
+  # class loading, and two cores still overlap them usefully.
+  for ((i = 0; i < tablets; i++)); do
+    info "starting tablet server $i on $(listeners "$dir" "tablet-$i")"
+    write_server_yaml "$dir" "tablet-$i" "bind.listeners=$(listeners "$dir" "tablet-$i")" \
+      "tablet-server.id=$i" "data.dir=$dir/data/tablet-$i"
+    launch "$dir" "tablet-$i" "$TABLET_HEAP" "$TABLET_MAIN" --configDir "$dir/conf/tablet-$i"
+  done
+  for ((i = 0; i < tablets; i++)); do
+    wait_port "$dir" "tablet-$i" "$(port_of "$dir" "tablet-$i")"
+  done
+  trap - EXIT
+  cat "$dir/bootstrap"
+}
+
+stop() {
+  local dir="" keep=0
+  while (($#)); do
+    case $1 in
+      --keep) keep=1; shift ;;
+      *) dir=$1; shift ;;
+    esac
+  done
+  [[ -n $dir && -d $dir ]] || { info "nothing to stop at '${dir}'"; return 0; }
+  dir=$(cd "$dir" && pwd)
+  # Watchdog first so it does not race us; skip it when we are the watchdog.
+  local wd
+  wd=$(pid_of "$dir" watchdog)
+  if [[ -n $wd && $wd != "$$" ]] && is_ours "$wd" "$dir"; then kill -KILL "$wd" 2>/dev/null || true; fi
+  # Tablet servers before the coordinator: their controlled shutdown talks to it.
+  local f pids=()
+  for f in "$dir"/pids/tablet-*; do
+    [[ -e $f ]] || continue
+    stop_pid "$dir" "$(basename "$f")" &
+    pids+=($!)
+  done
+  ((${#pids[@]} == 0)) || wait "${pids[@]}"
+  stop_pid "$dir" coordinator
+  stop_pid "$dir" zookeeper
+  ((keep)) || rm -rf "$dir"
+}
+
+status() {
+  local dir
+  dir=$(cluster_dir "${1:-}")
+  local f name pid port st
+  for f in "$dir"/pids/*; do
+    [[ -e $f ]] || continue
+    name=$(basename "$f")
+    pid=$(cat "$f")
+    port=$(port_of "$dir" "$name")
+    st=down
+    is_ours "$pid" "$dir" && st=up
+    printf '%-12s pid=%-8s port=%-6s %s\n' "$name" "$pid" "${port:--}" "$st"
+  done
+  echo "bootstrap $(cat "$dir/bootstrap")"
+  [[ ! -f $dir/sasl-bootstrap ]] || echo "sasl-bootstrap $(cat "$dir/sasl-bootstrap")"
+}
+
+control() {
+  local cmd=$1 dir
+  dir=$(cluster_dir "${2:-}")
+  case $cmd in
+    stop-tablet) tablet_index "$dir" "${3:-}"; stop_pid "$dir" "tablet-$3" TERM ;;
+    kill-tablet) tablet_index "$dir" "${3:-}"; stop_pid "$dir" "tablet-$3" KILL ;;
+    start-tablet)
+      tablet_index "$dir" "${3:-}"
+      if is_ours "$(pid_of "$dir" "tablet-$3")" "$dir"; then die "tablet server $3 is still running"; fi
+      start_tablet_server "$dir" "$3" || { log_tail "$dir" >&2; die "tablet server $3 did not start"; }
+      ;;
+    restart-coordinator)
+      stop_pid "$dir" coordinator TERM
+      # The port must be free again before the new JVM binds it.
+      local i
+      for ((i = 0; i < 100; i++)); do port_open "$(port_of "$dir" coordinator)" || break; sleep 0.1; done
+      start_coordinator_server "$dir" || { log_tail "$dir" >&2; die "coordinator did not restart"; }
+      ;;
+  esac
+}
+
+usage() {
+  cat <<'USAGE'
+usage: fluss-cluster.sh COMMAND ...
+  fetch                         download Fluss 0.9.1 + log4j jars into $FLUSS_CACHE_DIR
+  start DIR [--tablets N] [--sasl] [--owner-pid PID] [--conf key=value ...]
+                                start ZooKeeper, a coordinator and N tablet servers in a fresh DIR;
+                                prints the bootstrap address (host:port) as the last stdout line
+  stop DIR [--keep]             stop every process of the cluster, then remove DIR (unless --keep)
+  stop-tablet DIR I             stop tablet server I gracefully (TERM)
+  kill-tablet DIR I             kill tablet server I (kill -9)
+  start-tablet DIR I            start tablet server I again (same id, port and data dir)
+  restart-coordinator DIR       stop and start the coordinator (same port)
+  status DIR                    one line per process: name pid port up|down
+  logs DIR [LINES]              tail of every server log
+USAGE
+}
+
+main() {
+  local cmd=${1:-help}
+  shift || true
+  case $cmd in
+    fetch) fetch "$@" ;;
+    start) start "$@" ;;
+    stop) stop "$@" ;;
+    stop-tablet|kill-tablet|start-tablet|restart-coordinator) control "$cmd" "$@" ;;
+    status) status "$@" ;;
+    logs) log_tail "$(cluster_dir "${1:-}")" "${2:-60}" ;;
+    watchdog) watchdog "$@" ;;
+    help|-h|--help) usage ;;
+    *) usage >&2; die "unknown command '$cmd'" ;;
+  esac
+}
+
+main "$@"
