@@ -1,1 +1,36 @@
+//! Apache Fluss source connector for the Apache Iggy connectors runtime.
+//!
+//! The runtime loads this crate as a `cdylib` and drives [`FlussSource`] over the C ABI that
+//! [`iggy_connector_sdk::source_connector!`] exports. It reads one Fluss table (a log table
+//! or the changelog of a primary-key table) with `fluss-rs`, turns records into Iggy messages
+//! and persists the next offset of every bucket through the runtime's state file.
+//!
+//! Modules, in the order data flows:
+//! - [`config`]: `[plugin_config]` parsed and validated key by key;
+//! - [`connect`]: the cluster connection and the checks `open` makes on the table;
+//! - [`state`]: positions, staged until Ack, persisted as versioned MessagePack;
+//! - [`scan`]: the fluss-rs scanner, starting offsets and partition discovery;
+//! - [`batch`]: batch limits across several client polls;
+//! - [`encode`]: records to payloads (JSON rows, …);
+//! - [`message`]: message ids and headers;
+//! - [`telemetry`]: every log line;
+//! - [`source`]: the `Source` implementation that wires them together.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
+pub mod batch;
+pub mod config;
+pub mod connect;
+pub mod encode;
+pub mod error;
+pub mod message;
+pub mod scan;
+pub mod source;
+pub mod state;
+pub mod telemetry;
+
+pub use source::FlussSource;
+
+iggy_connector_sdk::source_connector!(FlussSource);

@@ -1,0 +1,235 @@
+//! Connecting to Fluss and resolving the configured table: the checks `open` makes before
+//! anything is read, each failing with an error that names the cause and the fix.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fluss::client::{FlussAdmin, FlussConnection};
+use fluss::error::FlussError;
+use fluss::metadata::{DataField, TableInfo, TablePath};
+use snafu::ResultExt;
+
+use crate::config::{Config, TableType};
+use crate::error::{fault, Error, Fault, FlussSnafu, Result};
+
+/// How long one Fluss request may take before it counts as hung. fluss-rs has no request
+/// timeout of its own, so every call is bounded by this.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs one Fluss call with a deadline, mapping its error to [`Error::Fluss`].
+pub async fn call<T>(
+    op: &'static str,
+    after: Duration,
+    fut: impl Future<Output = fluss::error::Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(after, fut).await {
+        Ok(result) => result.context(FlussSnafu { op }),
+        Err(_) => Err(Error::Timeout { op, after }),
+    }
+}
+
+/// The fluss-rs client configuration for `config`.
+pub fn client_config(config: &Config) -> fluss::config::Config {
+    let mut client = fluss::config::Config {
+        bootstrap_servers: config.bootstrap_servers.clone(),
+        // A batch is assembled from several polls; letting one poll return a whole batch keeps
+        // the number of polls (each a pass over the fetch buffer) low.
+        scanner_log_max_poll_records: config.batch_size.max(500),
+        ..fluss::config::Config::default()
+    };
+    // Never let a TCP connect outlive the open deadline.
+    client.connect_timeout_ms = client.connect_timeout_ms.min(
+        config
+            .connect_timeout
+            .as_millis()
+            .try_into()
+            .unwrap_or(u64::MAX),
+    );
+    if let Some(sasl) = &config.sasl {
+        client.security_protocol = "sasl".into();
+        client.security_sasl_mechanism = sasl.mechanism.clone();
+        client.security_sasl_username = sasl.username.clone();
+        client.security_sasl_password = sasl.password.expose().to_owned();
+    }
+    client
+}
+
+/// Connects, retrying until `connect_timeout` while the cluster is unreachable.
+pub async fn connect(config: &Config) -> Result<Arc<FlussConnection>> {
+    let deadline = Instant::now() + config.connect_timeout;
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let attempt = tokio::time::timeout(
+            remaining.max(Duration::from_millis(1)),
+            FlussConnection::new(client_config(config)),
+        )
+        .await;
+        let last_error = match attempt {
+            Ok(Ok(conn)) => {
+                let conn = Arc::new(conn);
+                // Bootstrapping can succeed without authenticating every server; one admin
+                // round trip proves the credentials before `open` reports success.
+                match probe(&conn).await {
+                    Ok(()) => return Ok(conn),
+                    Err(e) => e,
+                }
+            }
+            Ok(Err(e)) => e,
+            Err(_) => {
+                return Err(Error::Unreachable {
+                    bootstrap: config.bootstrap_servers.clone(),
+                    after: config.connect_timeout,
+                    last_error: "no answer".into(),
+                })
+            }
+        };
+        if fault(&last_error) == Fault::Auth {
+            return Err(Error::Authentication {
+                bootstrap: config.bootstrap_servers.clone(),
+                reason: last_error.to_string(),
+            });
+        }
+        if Instant::now() + backoff >= deadline {
+            return Err(Error::Unreachable {
+                bootstrap: config.bootstrap_servers.clone(),
+                after: config.connect_timeout,
+                last_error: last_error.to_string(),
+            });
+        }
+        tracing::warn!(
+            "cannot reach Fluss at {} yet ({last_error}); retrying",
+            config.bootstrap_servers
+        );
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(2));
+    }
+}
+
+async fn probe(conn: &FlussConnection) -> fluss::error::Result<()> {
+    let admin = conn.get_admin()?;
+    match tokio::time::timeout(CALL_TIMEOUT, admin.list_databases()).await {
+        Ok(result) => result.map(|_| ()),
+        Err(_) => Err(fluss::error::Error::UnexpectedError {
+            message: "connection error: list_databases did not answer".into(),
+            source: None,
+        }),
+    }
+}
+
+/// The resolved table and what the source reads of it.
+pub struct Table {
+    /// The live connection (scanners keep their own `Arc`s into it).
+    pub conn: Arc<FlussConnection>,
+    /// The admin client.
+    pub admin: Arc<FlussAdmin>,
+    /// `db.table` as a path.
+    pub path: TablePath,
+    /// Table metadata as of open.
+    pub info: TableInfo,
+    /// Whether the table has a primary key (read as its changelog).
+    pub primary_key: bool,
+    /// Column indexes pushed down to the server (`None` = all columns).
+    pub projection: Option<Vec<usize>>,
+    /// The Fluss fields of the columns in the scanned batches, in batch order.
+    pub fields: Vec<DataField>,
+}
+
+impl Table {
+    /// Looks the table up and checks it against `table_type` and `columns`.
+    pub async fn resolve(conn: Arc<FlussConnection>, config: &Config) -> Result<Self> {
+        let admin = conn.get_admin().context(FlussSnafu { op: "get_admin" })?;
+        let path = TablePath::new(config.database.clone(), config.table.clone());
+        let info = match call("get_table_info", CALL_TIMEOUT, admin.get_table_info(&path)).await {
+            Ok(info) => info,
+            Err(Error::Fluss { source, .. })
+                if matches!(
+                    source.api_error(),
+                    Some(FlussError::TableNotExist | FlussError::DatabaseNotExist)
+                ) =>
+            {
+                return Err(Error::TableNotFound {
+                    database: config.database.clone(),
+                    table: config.table.clone(),
+                })
+            }
+            Err(e) => return Err(e),
+        };
+        let primary_key = info.has_primary_key();
+        let actual = if primary_key { "primary_key" } else { "log" };
+        let expected = match config.table_type {
+            TableType::Auto => None,
+            TableType::Log => Some("log"),
+            TableType::PrimaryKey => Some("primary_key"),
+        };
+        if let Some(expected) = expected.filter(|e| *e != actual) {
+            return Err(Error::TableTypeMismatch {
+                database: config.database.clone(),
+                table: config.table.clone(),
+                expected,
+                actual,
+            });
+        }
+        let all_fields = info.get_row_type().fields();
+        let projection = match &config.columns {
+            None => None,
+            Some(columns) => Some(project(config, &info, columns, primary_key)?),
+        };
+        let fields = match &projection {
+            None => all_fields.clone(),
+            Some(indexes) => indexes.iter().map(|i| all_fields[*i].clone()).collect(),
+        };
+        Ok(Self {
+            conn,
+            admin,
+            path,
+            info,
+            primary_key,
+            projection,
+            fields,
+        })
+    }
+
+    /// The table id, which keys state and message ids.
+    pub fn id(&self) -> fluss::TableId {
+        self.info.get_table_id()
+    }
+
+    /// Number of buckets per table (or per partition).
+    pub fn buckets(&self) -> i32 {
+        self.info.get_num_buckets()
+    }
+}
+
+/// Column indexes for `columns`; primary-key columns are always kept for change events.
+fn project(
+    config: &Config,
+    info: &TableInfo,
+    columns: &[String],
+    primary_key: bool,
+) -> Result<Vec<usize>> {
+    let row_type = info.get_row_type();
+    let mut indexes = Vec::with_capacity(columns.len());
+    for column in columns {
+        let index = row_type
+            .get_field_index(column)
+            .ok_or_else(|| Error::UnknownColumn {
+                database: config.database.clone(),
+                table: config.table.clone(),
+                column: column.clone(),
+                available: row_type.get_field_names().join(", "),
+            })?;
+        indexes.push(index);
+    }
+    if primary_key {
+        for key in info.get_primary_keys() {
+            if let Some(index) = row_type.get_field_index(key) {
+                if !indexes.contains(&index) {
+                    indexes.push(index);
+                }
+            }
+        }
+    }
+    Ok(indexes)
+}

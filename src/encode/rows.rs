@@ -1,0 +1,110 @@
+//! Log-table rows as flat JSON objects, one message per row, optionally with a `_fluss`
+//! metadata object.
+
+use fluss::metadata::DataField;
+use fluss::record::ScanRecord;
+use fluss::TableId;
+use iggy_connector_sdk::ProducedMessage;
+
+use super::json::{write_json_string, JsonOptions, RowEncoder};
+use super::{batch_runs, BucketContext};
+use crate::batch::Batch;
+use crate::error::{Error, Result};
+use crate::message::{message_id, Headers};
+
+/// Encodes log-table rows as JSON messages.
+pub struct RowMessages {
+    table_id: TableId,
+    fields: Vec<DataField>,
+    options: JsonOptions,
+    include_metadata: bool,
+}
+
+impl RowMessages {
+    /// An encoder for rows with `fields` (the scanned columns, in batch order).
+    pub fn new(
+        table_id: TableId,
+        fields: Vec<DataField>,
+        options: JsonOptions,
+        include_metadata: bool,
+    ) -> Self {
+        Self {
+            table_id,
+            fields,
+            options,
+            include_metadata,
+        }
+    }
+
+    /// See [`super::PayloadEncoder::encode`].
+    pub fn encode(
+        &mut self,
+        headers: &Headers,
+        bucket: &BucketContext<'_>,
+        records: &[ScanRecord],
+        batch: &mut Batch,
+    ) -> Result<usize> {
+        let mut consumed = 0;
+        for (start, end, arrow) in batch_runs(records) {
+            let arrow = arrow.ok_or_else(|| Error::State {
+                reason: "fluss-rs returned a record without its Arrow batch".into(),
+            })?;
+            let mut rows = RowEncoder::try_new(&self.fields, arrow, self.options)
+                .map_err(|source| Error::Encode { source })?;
+            for record in &records[start..end] {
+                if batch.is_full() {
+                    return Ok(consumed);
+                }
+                let mut payload = Vec::with_capacity(rows.size_hint() + 96);
+                payload.push(b'{');
+                rows.write_fields(record.row().get_row_id(), &mut payload);
+                if self.include_metadata {
+                    self.write_metadata(bucket, record, &mut payload);
+                }
+                payload.push(b'}');
+                batch.push(ProducedMessage {
+                    id: Some(message_id(
+                        self.table_id,
+                        bucket.key.partition,
+                        bucket.key.bucket,
+                        record.offset(),
+                    )),
+                    checksum: None,
+                    timestamp: None,
+                    origin_timestamp: None,
+                    headers: Some(headers.row(
+                        bucket.headers,
+                        record.offset(),
+                        record.timestamp(),
+                        Some(*record.change_type()),
+                    )),
+                    payload,
+                });
+                consumed += 1;
+            }
+        }
+        Ok(consumed)
+    }
+
+    fn write_metadata(&self, bucket: &BucketContext<'_>, record: &ScanRecord, out: &mut Vec<u8>) {
+        use std::io::Write;
+        if !self.fields.is_empty() {
+            out.push(b',');
+        }
+        let _ = write!(
+            out,
+            "\"_fluss\":{{\"bucket\":{},\"partition\":",
+            bucket.key.bucket
+        );
+        match bucket.partition_name {
+            Some(name) => write_json_string(out, name),
+            None => out.extend_from_slice(b"null"),
+        }
+        let _ = write!(
+            out,
+            ",\"offset\":{},\"timestamp\":{}}}",
+            record.offset(),
+            record.timestamp()
+        );
+    }
+}

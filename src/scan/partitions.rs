@@ -1,0 +1,75 @@
+//! Partition discovery: fluss-rs has no watcher, so partitions are listed at open and then
+//! every `partition_discovery_interval`; new ones are read from their earliest offset and
+//! dropped ones are forgotten.
+
+use std::collections::HashMap;
+
+use fluss::PartitionId;
+
+use crate::connect::{call, Table, CALL_TIMEOUT};
+use crate::error::Result;
+
+/// Partition id → partition name (values joined by `$`, as Fluss names them).
+pub type PartitionNames = HashMap<PartitionId, String>;
+
+/// The partitions the table has now.
+pub async fn list(table: &Table) -> Result<PartitionNames> {
+    let infos = call(
+        "list_partition_infos",
+        CALL_TIMEOUT,
+        table.admin.list_partition_infos(&table.path),
+    )
+    .await?;
+    Ok(infos
+        .into_iter()
+        .map(|p| (p.get_partition_id(), p.get_partition_name()))
+        .collect())
+}
+
+/// What changed between two listings.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Partitions that appeared, sorted by id.
+    pub added: Vec<PartitionId>,
+    /// Partitions that disappeared, sorted by id.
+    pub dropped: Vec<PartitionId>,
+}
+
+/// Compares the known partitions with a new listing.
+pub fn diff(known: &PartitionNames, now: &PartitionNames) -> Changes {
+    let mut added: Vec<PartitionId> = now
+        .keys()
+        .filter(|p| !known.contains_key(p))
+        .copied()
+        .collect();
+    let mut dropped: Vec<PartitionId> = known
+        .keys()
+        .filter(|p| !now.contains_key(p))
+        .copied()
+        .collect();
+    added.sort_unstable();
+    dropped.sort_unstable();
+    Changes { added, dropped }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(ids: &[PartitionId]) -> PartitionNames {
+        ids.iter().map(|id| (*id, format!("p{id}"))).collect()
+    }
+
+    #[test]
+    fn diff_finds_added_and_dropped() {
+        let changes = diff(&names(&[1, 2, 3]), &names(&[2, 3, 5, 4]));
+        assert_eq!(
+            changes,
+            Changes {
+                added: vec![4, 5],
+                dropped: vec![1]
+            }
+        );
+        assert_eq!(diff(&names(&[1]), &names(&[1])), Changes::default());
+    }
+}

@@ -1,0 +1,445 @@
+//! `FlussSource`: the [`Source`] the runtime drives. It wires the modules together: open
+//! checks (connect), positions (state), reading (scan), message building (encode).
+//!
+//! Delivery: `poll` gathers records from several client polls into one batch, stages the next
+//! offset of every bucket it consumed and puts those positions into the batch's state; the
+//! runtime persists that state before it acks. `on_batch_result(Ack)` commits the staged
+//! positions; `Nack` rebuilds the scanner at the committed positions, so the same rows come
+//! again (a plain re-seek can race an in-flight fetch in fluss-rs and skip rows).
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use fluss::record::ScanRecord;
+use fluss::rpc::message::OffsetSpec;
+use iggy_connector_sdk::{ConnectorState, ProducedMessages, Source, SourceBatchResult};
+
+use crate::batch::Batch;
+use crate::config::{Config, OutOfRangePolicy, PayloadFormat};
+use crate::connect::{self, Table};
+use crate::encode::{rows::RowMessages, BucketContext, PayloadEncoder};
+use crate::error::{fault, Error, Fault, Result};
+use crate::message::{BucketHeaders, Headers};
+use crate::scan::partitions::{self, PartitionNames};
+use crate::scan::{offsets, Scanner};
+use crate::state::{BucketKey, Positions, Progress, SavedState};
+use crate::telemetry::Telemetry;
+
+/// Pause after a failed client poll before trying again.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
+
+/// Records fetched from one bucket but not yet handed over.
+struct Pending {
+    key: BucketKey,
+    records: Vec<ScanRecord>,
+    next: usize,
+}
+
+/// The Fluss source connector.
+pub struct FlussSource {
+    config: Config,
+    table: Table,
+    scanner: Scanner,
+    progress: Progress,
+    partitions: PartitionNames,
+    headers: Headers,
+    bucket_headers: HashMap<BucketKey, BucketHeaders>,
+    encoder: PayloadEncoder,
+    pending: VecDeque<Pending>,
+    last_discovery: Instant,
+    telemetry: Telemetry,
+}
+
+impl Source for FlussSource {
+    type Error = Error;
+
+    async fn open(id: u32, config_json: &str, state: Option<ConnectorState>) -> Result<Self> {
+        let config = Config::parse(config_json).map_err(|source| Error::Config { source })?;
+        // Corrupt state fails before any network work, so the error is immediate.
+        let saved = state.as_ref().map(SavedState::decode).transpose()?;
+        let conn = connect::connect(&config).await?;
+        let table = Table::resolve(conn, &config).await?;
+        let qualified = config.qualified_table();
+        if let Some(saved) = &saved {
+            saved.check_table(table.id(), &qualified)?;
+        }
+        let encoder = encoder_for(&config, &table)?;
+        let partitions = if table.info.is_partitioned() {
+            partitions::list(&table).await?
+        } else {
+            PartitionNames::new()
+        };
+        let all_keys = bucket_keys(&table, partitions.keys().copied());
+        let mut committed = Positions::new();
+        let mut starts = Vec::with_capacity(all_keys.len());
+        let mut fresh = Vec::new();
+        for key in &all_keys {
+            match saved.as_ref().and_then(|s| s.positions.get(key)) {
+                Some(offset) => {
+                    committed.insert(*key, *offset);
+                    starts.push((*key, *offset, "saved state"));
+                }
+                None => fresh.push(*key),
+            }
+        }
+        let resolved =
+            offsets::starting(&table, &fresh, &partitions, config.starting_offset).await?;
+        for (key, offset) in resolved {
+            committed.insert(key, offset);
+            starts.push((key, offset, "starting_offset"));
+        }
+        starts.sort_by_key(|(k, _, _)| *k);
+        let headers = Headers::new(&qualified)?;
+        let mut bucket_headers = HashMap::new();
+        for key in &all_keys {
+            let name = key
+                .partition
+                .and_then(|p| partitions.get(&p))
+                .map(String::as_str);
+            bucket_headers.insert(*key, headers.bucket(key.bucket, name)?);
+        }
+        let scanner = Scanner::build(&table, &committed).await?;
+        let telemetry = Telemetry::new(id, &qualified, config.verbose_logging);
+        telemetry.opened(
+            &format!(
+                "{} table id {} at {}: {} buckets{}, {} columns, payload {:?}",
+                if table.primary_key {
+                    "primary-key"
+                } else {
+                    "log"
+                },
+                table.id(),
+                config.bootstrap_servers,
+                table.buckets(),
+                if table.info.is_partitioned() {
+                    format!(" × {} partitions", partitions.len())
+                } else {
+                    String::new()
+                },
+                table.fields.len(),
+                config.payload_format,
+            ),
+            &starts,
+        );
+        Ok(Self {
+            config,
+            table,
+            scanner,
+            progress: Progress::new(committed),
+            partitions,
+            headers,
+            bucket_headers,
+            encoder,
+            pending: VecDeque::new(),
+            last_discovery: Instant::now(),
+            telemetry,
+        })
+    }
+
+    async fn poll(&mut self) -> Result<ProducedMessages> {
+        self.maintain().await;
+        let deadline = Instant::now() + self.config.poll_interval;
+        let mut batch = Batch::new(self.config.batch_size, self.config.max_batch_bytes);
+        let mut positions = self.progress.current().clone();
+        let mut encode_time = Duration::ZERO;
+        loop {
+            let started = Instant::now();
+            self.drain(&mut batch, &mut positions)?;
+            encode_time += started.elapsed();
+            let now = Instant::now();
+            if batch.is_full() || now >= deadline {
+                break;
+            }
+            match self.scanner.poll(deadline - now).await {
+                Ok(records) => {
+                    if !records.is_empty() {
+                        self.telemetry.recovered();
+                        self.queue(records);
+                    }
+                }
+                Err(error) => self.recover(error, &mut positions).await?,
+            }
+        }
+        let state = if &positions != self.progress.committed() {
+            Some(SavedState::encode(
+                self.table.id(),
+                &self.config.qualified_table(),
+                &positions,
+            )?)
+        } else {
+            None
+        };
+        self.progress.stage(positions);
+        if !batch.is_empty() {
+            self.telemetry
+                .batch(batch.len(), batch.bytes(), encode_time);
+        }
+        Ok(ProducedMessages {
+            schema: self.encoder.schema(),
+            messages: batch.into_messages(),
+            state,
+        })
+    }
+
+    async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {
+        match result {
+            SourceBatchResult::Ack => {
+                self.progress.commit();
+                Ok(())
+            }
+            SourceBatchResult::Nack => {
+                self.progress.rollback();
+                self.rewind().await
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<()> {
+        self.pending.clear();
+        self.telemetry.closed();
+        Ok(())
+    }
+}
+
+impl FlussSource {
+    /// Moves pending records into `batch` until it is full, advancing `positions`. Buckets
+    /// take turns, so one busy bucket cannot starve the others.
+    fn drain(&mut self, batch: &mut Batch, positions: &mut Positions) -> Result<()> {
+        for _ in 0..self.pending.len() {
+            if batch.is_full() {
+                break;
+            }
+            let Some(mut pending) = self.pending.pop_front() else {
+                break;
+            };
+            let Some(bucket_headers) = self.bucket_headers.get(&pending.key) else {
+                // A bucket of a partition dropped meanwhile: its rows are gone with it.
+                continue;
+            };
+            let partition_name = pending
+                .key
+                .partition
+                .and_then(|p| self.partitions.get(&p))
+                .map(String::as_str);
+            let context = BucketContext {
+                key: pending.key,
+                partition_name,
+                headers: bucket_headers,
+            };
+            let records = &pending.records[pending.next..];
+            let consumed = self
+                .encoder
+                .encode(&self.headers, &context, records, batch)?;
+            if consumed > 0 {
+                positions.insert(pending.key, records[consumed - 1].offset() + 1);
+                pending.next += consumed;
+            }
+            if pending.next < pending.records.len() {
+                self.pending.push_back(pending);
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues newly polled records behind what is already pending, bucket by bucket.
+    fn queue(&mut self, records: fluss::record::ScanRecords) {
+        for (bucket, records) in records.into_records_by_buckets() {
+            if records.is_empty() {
+                continue;
+            }
+            let key = BucketKey {
+                partition: bucket.partition_id(),
+                bucket: bucket.bucket_id(),
+            };
+            // Keep one queue entry per bucket so a bucket's records stay in offset order.
+            if let Some(existing) = self.pending.iter_mut().find(|p| p.key == key) {
+                existing.records.drain(..existing.next);
+                existing.next = 0;
+                existing.records.extend(records);
+            } else {
+                self.pending.push_back(Pending {
+                    key,
+                    records,
+                    next: 0,
+                });
+            }
+        }
+    }
+
+    /// Handles a failed client poll; `positions` are where the batch being built stands.
+    async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
+        let kind = match &error {
+            Error::Fluss { source, .. } => fault(source),
+            Error::Timeout { .. } => Fault::Retry,
+            _ => Fault::Fatal,
+        };
+        match kind {
+            Fault::OutOfRange => self.reset_out_of_range(positions).await?,
+            Fault::Retry => {
+                self.telemetry.retrying("reading from Fluss failed", &error);
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Fault::Auth | Fault::Fatal => return Err(error),
+        }
+        // After any poll error the scanner's own position is unknown: start over from ours.
+        self.pending.clear();
+        self.scanner = Scanner::build(&self.table, positions).await?;
+        Ok(())
+    }
+
+    /// Applies `on_offset_out_of_range` to every bucket whose position left the log.
+    async fn reset_out_of_range(&mut self, positions: &mut Positions) -> Result<()> {
+        let keys: Vec<BucketKey> = positions.keys().copied().collect();
+        let earliest =
+            offsets::list(&self.table, &keys, &self.partitions, OffsetSpec::Earliest).await?;
+        let latest =
+            offsets::list(&self.table, &keys, &self.partitions, OffsetSpec::Latest).await?;
+        for (key, position) in positions.iter_mut() {
+            let (Some(start), Some(end)) = (earliest.get(key), latest.get(key)) else {
+                continue;
+            };
+            if (*start..=*end).contains(position) {
+                continue;
+            }
+            let reason = if *position < *start {
+                "the log was truncated"
+            } else {
+                "the saved offset is past the end of the log"
+            };
+            let target = match self.config.on_offset_out_of_range {
+                OutOfRangePolicy::Earliest => *start,
+                OutOfRangePolicy::Latest => *end,
+                OutOfRangePolicy::Fail => {
+                    return Err(Error::OffsetOutOfRange {
+                        table: self.config.qualified_table(),
+                        bucket: key.to_string(),
+                        offset: *position,
+                        log_start: *start,
+                    })
+                }
+            };
+            self.telemetry.skipped(*key, *position, target, reason);
+            *position = target;
+        }
+        Ok(())
+    }
+
+    /// Goes back to the committed positions after a Nack.
+    async fn rewind(&mut self) -> Result<()> {
+        self.pending.clear();
+        let committed = self.progress.committed().clone();
+        self.scanner = Scanner::build(&self.table, &committed).await?;
+        Ok(())
+    }
+
+    /// Periodic work between batches: partition discovery and the progress line. Failures
+    /// here never stop the stream; they are retried on the next poll.
+    async fn maintain(&mut self) {
+        let interval = self.config.partition_discovery_interval;
+        if self.table.info.is_partitioned()
+            && !interval.is_zero()
+            && self.last_discovery.elapsed() >= interval
+        {
+            self.last_discovery = Instant::now();
+            if let Err(e) = self.discover().await {
+                self.telemetry.retrying("listing partitions failed", &e);
+            }
+        }
+        if self.telemetry.progress_due() {
+            let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
+            let latest = offsets::list(&self.table, &keys, &self.partitions, OffsetSpec::Latest)
+                .await
+                .unwrap_or_default();
+            let current = self.progress.current().clone();
+            self.telemetry.progress(&current, &latest);
+        }
+    }
+
+    /// Subscribes new partitions from their earliest offset and forgets dropped ones.
+    async fn discover(&mut self) -> Result<()> {
+        let now = partitions::list(&self.table).await?;
+        let changes = partitions::diff(&self.partitions, &now);
+        if changes.added.is_empty() && changes.dropped.is_empty() {
+            return Ok(());
+        }
+        let dropped: Vec<(i64, String)> = changes
+            .dropped
+            .iter()
+            .map(|p| (*p, self.partitions.get(p).cloned().unwrap_or_default()))
+            .collect();
+        for (partition, _) in &dropped {
+            for key in bucket_keys(&self.table, [*partition]) {
+                self.progress.forget(&key);
+                self.bucket_headers.remove(&key);
+                self.pending.retain(|p| p.key != key);
+                // The scanner already ignores a vanished partition; unsubscribing stops its
+                // warnings. A failure here is harmless.
+                let _ = self.scanner.unsubscribe(key).await;
+            }
+        }
+        let added: Vec<(i64, String)> = changes
+            .added
+            .iter()
+            .filter_map(|p| now.get(p).map(|n| (*p, n.clone())))
+            .collect();
+        self.partitions = now;
+        let new_keys = bucket_keys(&self.table, changes.added.iter().copied());
+        let starts = offsets::list(
+            &self.table,
+            &new_keys,
+            &self.partitions,
+            OffsetSpec::Earliest,
+        )
+        .await?;
+        for (key, offset) in &starts {
+            let name = key
+                .partition
+                .and_then(|p| self.partitions.get(&p))
+                .map(String::as_str);
+            self.bucket_headers
+                .insert(*key, self.headers.bucket(key.bucket, name)?);
+            self.progress.set_committed(*key, *offset);
+        }
+        self.scanner.subscribe(&starts).await?;
+        self.telemetry.partitions(&added, &dropped);
+        Ok(())
+    }
+}
+
+/// Every bucket of the table, or of each given partition.
+fn bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> Vec<BucketKey> {
+    let buckets = 0..table.buckets();
+    if table.info.is_partitioned() {
+        partitions
+            .into_iter()
+            .flat_map(|p| {
+                buckets.clone().map(move |bucket| BucketKey {
+                    partition: Some(p),
+                    bucket,
+                })
+            })
+            .collect()
+    } else {
+        buckets.map(BucketKey::bucket).collect()
+    }
+}
+
+fn encoder_for(config: &Config, table: &Table) -> Result<PayloadEncoder> {
+    let unsupported = |what: &str| {
+        Error::State {
+        reason: format!("{what} is not supported by this build yet; use a log table with payload_format = \"json\""),
+    }
+    };
+    if table.primary_key {
+        return Err(unsupported("reading primary-key tables"));
+    }
+    if config.payload_format == PayloadFormat::ArrowIpc {
+        return Err(unsupported("payload_format = \"arrow_ipc\""));
+    }
+    Ok(PayloadEncoder::Rows(RowMessages::new(
+        table.id(),
+        table.fields.clone(),
+        config.json,
+        config.include_metadata,
+    )))
+}

@@ -1,0 +1,306 @@
+//! Read positions: what is persisted through the runtime's state file, and the
+//! staged/committed pair that makes delivery at-least-once.
+//!
+//! `poll` stages the next offset of every bucket it read from; only an Ack commits the staged
+//! positions, a Nack drops them (see [`Progress`]). What is persisted is a versioned
+//! MessagePack record of the table id and the committed positions, so state written for another
+//! table (dropped and re-created, or renamed) is refused instead of silently misapplied.
+
+use std::collections::BTreeMap;
+
+use fluss::{BucketId, PartitionId, TableId};
+use iggy_connector_sdk::ConnectorState;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The format version written by this build.
+pub const STATE_VERSION: u32 = 1;
+
+/// Where a position applies: one bucket of the table, or of one of its partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BucketKey {
+    /// The partition id for partitioned tables.
+    pub partition: Option<PartitionId>,
+    /// The bucket number.
+    pub bucket: BucketId,
+}
+
+impl BucketKey {
+    /// The key of bucket `bucket` of a non-partitioned table.
+    pub fn bucket(bucket: BucketId) -> Self {
+        Self {
+            partition: None,
+            bucket,
+        }
+    }
+}
+
+impl std::fmt::Display for BucketKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.partition {
+            Some(p) => write!(f, "partition {p} bucket {}", self.bucket),
+            None => write!(f, "bucket {}", self.bucket),
+        }
+    }
+}
+
+/// The next offset to read, per bucket.
+pub type Positions = BTreeMap<BucketKey, i64>;
+
+/// The persisted record. Fields are positional in MessagePack (the SDK uses compact
+/// `rmp_serde`), so new fields may only be appended with a version bump.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct PersistedState {
+    version: u32,
+    table_id: TableId,
+    table: String,
+    positions: Vec<(Option<PartitionId>, BucketId, i64)>,
+}
+
+/// State restored from the runtime, before it is checked against the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedState {
+    /// The id of the table the state was written for.
+    pub table_id: TableId,
+    /// `db.table` at the time it was written.
+    pub table: String,
+    /// The committed positions.
+    pub positions: Positions,
+}
+
+const RESET_HINT: &str = "delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`";
+
+impl SavedState {
+    /// Encodes positions of `table_id` for the runtime's state file.
+    pub fn encode(table_id: TableId, table: &str, positions: &Positions) -> Result<ConnectorState> {
+        let record = PersistedState {
+            version: STATE_VERSION,
+            table_id,
+            table: table.to_owned(),
+            positions: positions
+                .iter()
+                .map(|(k, off)| (k.partition, k.bucket, *off))
+                .collect(),
+        };
+        ConnectorState::serialize(&record).map_err(|e| Error::State {
+            reason: format!("cannot encode the connector state: {e}"),
+        })
+    }
+
+    /// Decodes the bytes the runtime handed to `open`.
+    pub fn decode(state: &ConnectorState) -> Result<Self> {
+        let record: PersistedState = state.deserialize().map_err(|e| Error::State {
+            reason: format!(
+                "the saved state ({} bytes) is not a Fluss source state ({e}); {RESET_HINT}",
+                state.0.len()
+            ),
+        })?;
+        if record.version != STATE_VERSION {
+            return Err(Error::State {
+                reason: format!(
+                    "the saved state has format version {} but this plugin reads version {STATE_VERSION}; {RESET_HINT}",
+                    record.version
+                ),
+            });
+        }
+        let mut positions = Positions::new();
+        for (partition, bucket, offset) in record.positions {
+            if offset < 0 || bucket < 0 {
+                return Err(Error::State {
+                    reason: format!(
+                        "the saved state holds an impossible position (bucket {bucket}, offset {offset}); {RESET_HINT}"
+                    ),
+                });
+            }
+            positions.insert(BucketKey { partition, bucket }, offset);
+        }
+        Ok(Self {
+            table_id: record.table_id,
+            table: record.table,
+            positions,
+        })
+    }
+
+    /// Refuses state written for another table.
+    pub fn check_table(&self, table_id: TableId, table: &str) -> Result<()> {
+        if self.table_id == table_id {
+            return Ok(());
+        }
+        Err(Error::State {
+            reason: format!(
+                "the saved state belongs to table {} (id {}), but {table} has id {table_id} (the table was dropped and re-created, or the connector now reads another table); {RESET_HINT}",
+                self.table, self.table_id
+            ),
+        })
+    }
+}
+
+/// Committed positions plus the positions staged by the batch in flight.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    committed: Positions,
+    staged: Option<Positions>,
+}
+
+impl Progress {
+    /// Starts from committed positions.
+    pub fn new(committed: Positions) -> Self {
+        Self {
+            committed,
+            staged: None,
+        }
+    }
+
+    /// Positions acknowledged by the runtime.
+    pub fn committed(&self) -> &Positions {
+        &self.committed
+    }
+
+    /// The positions the next batch starts from: the staged ones if a batch is in flight.
+    pub fn current(&self) -> &Positions {
+        self.staged.as_ref().unwrap_or(&self.committed)
+    }
+
+    /// Records the positions reached by the batch being handed over.
+    pub fn stage(&mut self, positions: Positions) {
+        self.staged = Some(positions);
+    }
+
+    /// The runtime acknowledged the batch: its positions become committed.
+    pub fn commit(&mut self) {
+        if let Some(staged) = self.staged.take() {
+            self.committed = staged;
+        }
+    }
+
+    /// The batch was not delivered: forget its positions.
+    pub fn rollback(&mut self) {
+        self.staged = None;
+    }
+
+    /// Adds or moves a committed position outside a batch (new partitions, out-of-range resets).
+    pub fn set_committed(&mut self, key: BucketKey, offset: i64) {
+        self.committed.insert(key, offset);
+        if let Some(staged) = self.staged.as_mut() {
+            staged.insert(key, offset);
+        }
+    }
+
+    /// Forgets a bucket everywhere (its partition was dropped).
+    pub fn forget(&mut self, key: &BucketKey) {
+        self.committed.remove(key);
+        if let Some(staged) = self.staged.as_mut() {
+            staged.remove(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn positions() -> Positions {
+        let mut p = Positions::new();
+        p.insert(BucketKey::bucket(0), 10);
+        p.insert(BucketKey::bucket(2), 0);
+        p.insert(
+            BucketKey {
+                partition: Some(7),
+                bucket: 1,
+            },
+            i64::MAX,
+        );
+        p
+    }
+
+    #[test]
+    fn state_round_trips() {
+        let bytes = SavedState::encode(42, "fluss.orders", &positions()).unwrap();
+        let saved = SavedState::decode(&bytes).unwrap();
+        assert_eq!(saved.table_id, 42);
+        assert_eq!(saved.table, "fluss.orders");
+        assert_eq!(saved.positions, positions());
+        saved.check_table(42, "fluss.orders").unwrap();
+    }
+
+    #[test]
+    fn state_of_another_table_is_refused_with_the_fix() {
+        let bytes = SavedState::encode(42, "fluss.orders", &positions()).unwrap();
+        let saved = SavedState::decode(&bytes).unwrap();
+        let e = saved
+            .check_table(43, "fluss.orders")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("belongs to table fluss.orders (id 42)"), "{e}");
+        assert!(e.contains("delete the connector's state file"), "{e}");
+    }
+
+    #[test]
+    fn corrupted_state_is_refused() {
+        for bytes in [
+            vec![],
+            vec![0xc1],
+            b"hello world".to_vec(),
+            vec![0x93, 1, 2],
+        ] {
+            let e = SavedState::decode(&ConnectorState(bytes.clone())).unwrap_err();
+            assert!(
+                e.to_string().contains("is not a Fluss source state"),
+                "{bytes:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn another_version_is_refused() {
+        let record = PersistedState {
+            version: 99,
+            table_id: 1,
+            table: "a.b".into(),
+            positions: vec![],
+        };
+        let bytes = ConnectorState::serialize(&record).unwrap();
+        let e = SavedState::decode(&bytes).unwrap_err().to_string();
+        assert!(e.contains("format version 99"), "{e}");
+    }
+
+    #[test]
+    fn negative_offsets_are_refused() {
+        let record = PersistedState {
+            version: STATE_VERSION,
+            table_id: 1,
+            table: "a.b".into(),
+            positions: vec![(None, 0, -3)],
+        };
+        let bytes = ConnectorState::serialize(&record).unwrap();
+        assert!(SavedState::decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn ack_commits_and_nack_rolls_back() {
+        let mut progress = Progress::new(positions());
+        let mut next = positions();
+        next.insert(BucketKey::bucket(0), 20);
+        progress.stage(next.clone());
+        assert_eq!(progress.current(), &next);
+        progress.rollback();
+        assert_eq!(progress.committed(), &positions());
+        assert_eq!(progress.current(), &positions());
+        progress.stage(next.clone());
+        progress.commit();
+        assert_eq!(progress.committed(), &next);
+    }
+
+    #[test]
+    fn new_buckets_reach_both_committed_and_staged() {
+        let mut progress = Progress::new(Positions::new());
+        progress.stage(Positions::new());
+        progress.set_committed(BucketKey::bucket(5), 3);
+        assert_eq!(progress.current().get(&BucketKey::bucket(5)), Some(&3));
+        progress.commit();
+        assert_eq!(progress.committed().get(&BucketKey::bucket(5)), Some(&3));
+        progress.forget(&BucketKey::bucket(5));
+        assert!(progress.committed().is_empty());
+    }
+}

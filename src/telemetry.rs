@@ -1,0 +1,181 @@
+//! Every log line the source writes: its text, level, the `verbose_logging` switch and rate
+//! limits. Lines carry a `fluss[<plugin id> <db.table>]` prefix because the runtime adds no
+//! plugin id of its own.
+
+use std::fmt::Display;
+use std::time::{Duration, Instant};
+
+use crate::state::{BucketKey, Positions};
+
+/// How often a progress line is written.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
+/// Repeats of one retriable fault are summarised at most this often.
+const WARN_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Log state of one source instance.
+pub struct Telemetry {
+    prefix: String,
+    verbose: bool,
+    rows_total: u64,
+    rows_since_progress: u64,
+    last_progress: Instant,
+    fault: Option<FaultStreak>,
+}
+
+struct FaultStreak {
+    since: Instant,
+    last_warn: Instant,
+    count: u64,
+}
+
+impl Telemetry {
+    /// Log state for plugin `id` reading `table` (`db.table`).
+    pub fn new(id: u32, table: &str, verbose: bool) -> Self {
+        Self {
+            prefix: format!("fluss[{id} {table}]"),
+            verbose,
+            rows_total: 0,
+            rows_since_progress: 0,
+            last_progress: Instant::now(),
+            fault: None,
+        }
+    }
+
+    /// The line prefix, for errors logged elsewhere.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The one INFO line at open.
+    pub fn opened(&self, summary: &str, starts: &[(BucketKey, i64, &'static str)]) {
+        let starts: Vec<String> = starts
+            .iter()
+            .map(|(key, offset, why)| format!("{key}@{offset} ({why})"))
+            .collect();
+        tracing::info!(
+            "{}: opened {summary}; starting at {}",
+            self.prefix,
+            if starts.is_empty() {
+                "no buckets yet".to_owned()
+            } else {
+                starts.join(", ")
+            }
+        );
+    }
+
+    /// One line per batch handed over, at DEBUG (INFO with `verbose_logging`).
+    pub fn batch(&mut self, messages: usize, bytes: usize, encode: Duration) {
+        self.rows_total += messages as u64;
+        self.rows_since_progress += messages as u64;
+        if self.verbose {
+            tracing::info!(
+                "{}: batch handed over messages={messages} bytes={bytes} encode_us={}",
+                self.prefix,
+                encode.as_micros()
+            );
+        } else {
+            tracing::debug!(
+                "{}: batch handed over messages={messages} bytes={bytes} encode_us={}",
+                self.prefix,
+                encode.as_micros()
+            );
+        }
+    }
+
+    /// Whether a progress line is due.
+    pub fn progress_due(&self) -> bool {
+        self.last_progress.elapsed() >= PROGRESS_INTERVAL
+    }
+
+    /// The periodic progress line: throughput and lag (high watermark − next offset) per bucket.
+    pub fn progress(&mut self, positions: &Positions, high_watermarks: &Positions) {
+        let elapsed = self.last_progress.elapsed().as_secs_f64().max(0.001);
+        let rate = self.rows_since_progress as f64 / elapsed;
+        let lags: Vec<String> = positions
+            .iter()
+            .map(|(key, next)| {
+                let lag = high_watermarks
+                    .get(key)
+                    .map_or("?".to_owned(), |hw| (hw - next).max(0).to_string());
+                format!("{key}: {lag}")
+            })
+            .collect();
+        tracing::info!(
+            "{}: progress rows_total={} rows_per_s={rate:.0} lag=[{}]",
+            self.prefix,
+            self.rows_total,
+            lags.join(", ")
+        );
+        self.rows_since_progress = 0;
+        self.last_progress = Instant::now();
+    }
+
+    /// A retriable fault: WARN the first time, then at most once per 30 s with a count.
+    pub fn retrying(&mut self, what: &str, error: &dyn Display) {
+        let now = Instant::now();
+        match &mut self.fault {
+            None => {
+                tracing::warn!("{}: {what}: {error}; retrying", self.prefix);
+                self.fault = Some(FaultStreak {
+                    since: now,
+                    last_warn: now,
+                    count: 1,
+                });
+            }
+            Some(streak) => {
+                streak.count += 1;
+                if now.duration_since(streak.last_warn) >= WARN_INTERVAL {
+                    tracing::warn!(
+                        "{}: {what}: {error}; still retrying after {}s ({} attempts)",
+                        self.prefix,
+                        now.duration_since(streak.since).as_secs(),
+                        streak.count
+                    );
+                    streak.last_warn = now;
+                }
+            }
+        }
+    }
+
+    /// Data flows again after a fault.
+    pub fn recovered(&mut self) {
+        if let Some(streak) = self.fault.take() {
+            tracing::info!(
+                "{}: reading again after {}s ({} retries)",
+                self.prefix,
+                streak.since.elapsed().as_secs(),
+                streak.count
+            );
+        }
+    }
+
+    /// Rows skipped because the log no longer holds them (or a saved offset is past its end).
+    pub fn skipped(&self, key: BucketKey, from: i64, to: i64, reason: &str) {
+        tracing::error!(
+            "{}: {key}: offsets {from}..{to} are not on the server ({reason}); continuing at {to}, {} rows skipped",
+            self.prefix,
+            (to - from).max(0)
+        );
+    }
+
+    /// Partition changes.
+    pub fn partitions(&self, added: &[(i64, String)], dropped: &[(i64, String)]) {
+        for (id, name) in added {
+            tracing::info!(
+                "{}: new partition {name} (id {id}), reading from its earliest offset",
+                self.prefix
+            );
+        }
+        for (id, name) in dropped {
+            tracing::info!(
+                "{}: partition {name} (id {id}) was dropped; forgetting it",
+                self.prefix
+            );
+        }
+    }
+
+    /// The INFO line at close.
+    pub fn closed(&self) {
+        tracing::info!("{}: closed after {} messages", self.prefix, self.rows_total);
+    }
+}

@@ -1,0 +1,221 @@
+//! Shared pieces of the integration tests: the loaded plugin, a stream reader that acts like
+//! the runtime (persisting state only on Ack), and table helpers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use fluss_source_runner::{Batch, Harness, Instance};
+use fluss_testkit::Cluster;
+use iggy_connector_sdk::{HeaderKey, HeaderValue, Schema};
+use serde_json::{json, Value};
+
+/// The plugin library built next to this test binary (`target/<profile>/`).
+pub fn plugin_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile> directory");
+    let lib = dir.join("libiggy_connector_fluss_source.so");
+    assert!(
+        lib.exists(),
+        "{} is missing; build it with `cargo build -p iggy_connector_fluss_source` (the README test command does)",
+        lib.display()
+    );
+    lib
+}
+
+static HARNESS: LazyLock<Harness> =
+    LazyLock::new(|| Harness::load(&plugin_path()).expect("load the plugin library"));
+
+/// The loaded plugin (one per test process, like the runtime's one dlopen per path).
+pub fn harness() -> &'static Harness {
+    &HARNESS
+}
+
+/// The shared cluster of this test binary.
+pub fn cluster() -> &'static Cluster {
+    Cluster::shared()
+}
+
+/// A Tokio runtime for fluss-rs calls made by the tests themselves.
+pub fn rt() -> &'static tokio::runtime::Runtime {
+    static RT: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+    });
+    &RT
+}
+
+/// A plugin config for `table` in the test database, with `extra` keys merged in.
+pub fn config(table: &str, extra: Value) -> Value {
+    let mut base = json!({
+        "bootstrap_servers": cluster().bootstrap(),
+        "database": fluss_testkit::tables::TEST_DATABASE,
+        "table": table,
+        "poll_interval": "200ms",
+        "connect_timeout": "20s",
+    });
+    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
+        b.extend(e);
+    }
+    base
+}
+
+/// One message as a consumer sees it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub id: u128,
+    pub bucket: i32,
+    pub offset: i64,
+    pub partition: Option<String>,
+    pub change_type: Option<String>,
+    pub timestamp: i64,
+    pub payload: Value,
+    pub batch_id: u64,
+}
+
+fn header<'a>(
+    headers: &'a BTreeMap<HeaderKey, HeaderValue>,
+    name: &str,
+) -> Option<&'a HeaderValue> {
+    headers.get(&HeaderKey::new(name).expect("header key"))
+}
+
+fn decode(batch: &Batch) -> Vec<Received> {
+    assert!(matches!(batch.messages.schema, Schema::Json));
+    batch
+        .messages
+        .messages
+        .iter()
+        .map(|m| {
+            let headers = m.headers.as_ref().expect("every message has headers");
+            Received {
+                id: m.id.expect("every message has an id"),
+                bucket: header(headers, "fluss_bucket").unwrap().as_i32().unwrap(),
+                offset: header(headers, "fluss_offset").unwrap().as_i64().unwrap(),
+                partition: header(headers, "fluss_partition")
+                    .map(|p| p.as_str().unwrap().to_owned()),
+                change_type: header(headers, "fluss_change_type")
+                    .map(|p| p.as_str().unwrap().to_owned()),
+                timestamp: header(headers, "fluss_timestamp")
+                    .unwrap()
+                    .as_i64()
+                    .unwrap(),
+                payload: serde_json::from_slice(&m.payload).expect("payload is JSON"),
+                batch_id: batch.batch_id,
+            }
+        })
+        .collect()
+}
+
+/// How a reader answers batches.
+#[derive(Debug, Clone, Copy)]
+pub enum Answer {
+    /// Ack every batch.
+    AckAll,
+    /// Nack every n-th batch (1-based), ack the others.
+    NackEvery(u64),
+}
+
+/// A running plugin instance read the way the runtime reads it.
+pub struct Stream {
+    instance: Option<Instance>,
+    /// The state the runtime would have persisted (from the last acked batch that had one).
+    pub state: Option<Vec<u8>>,
+    /// Every message of every acked batch, in order.
+    pub acked: Vec<Received>,
+    /// Every message of every nacked batch, in order.
+    pub nacked: Vec<Received>,
+    batches: u64,
+}
+
+impl Stream {
+    /// Opens an instance with `config` and saved `state`; `Err` carries open's return code.
+    pub fn open(config: &Value, state: Option<Vec<u8>>) -> Result<Self, i32> {
+        let instance = harness().open(&config.to_string(), state.as_deref())?;
+        instance.start();
+        Ok(Self {
+            instance: Some(instance),
+            state,
+            acked: Vec::new(),
+            nacked: Vec::new(),
+            batches: 0,
+        })
+    }
+
+    fn instance(&self) -> &Instance {
+        self.instance.as_ref().expect("stream is open")
+    }
+
+    /// Reads until at least `want` messages were acked in total, or `idle` passes without
+    /// a batch. Returns the number of acked messages.
+    pub fn read(&mut self, want: usize, idle: Duration, answer: Answer) -> usize {
+        let mut last_batch = Instant::now();
+        while self.acked.len() < want && last_batch.elapsed() < idle {
+            let Some(batch) = self.instance().next_batch(Duration::from_millis(250)) else {
+                continue;
+            };
+            last_batch = Instant::now();
+            self.batches += 1;
+            let received = decode(&batch);
+            let nack = matches!(answer, Answer::NackEvery(n) if self.batches % n == 0);
+            if nack {
+                assert_eq!(self.instance().nack(&batch), 0, "nack accepted");
+                self.nacked.extend(received);
+            } else {
+                if let Some(state) = &batch.messages.state {
+                    self.state = Some(state.0.clone());
+                }
+                assert_eq!(self.instance().ack(&batch), 0, "ack accepted");
+                self.acked.extend(received);
+            }
+        }
+        self.acked.len()
+    }
+
+    /// Closes the instance and returns the persisted state.
+    pub fn close(mut self) -> Option<Vec<u8>> {
+        if let Some(instance) = self.instance.take() {
+            assert_eq!(instance.close(), 0, "close succeeds");
+        }
+        self.state.take()
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let Some(instance) = self.instance.take() {
+            instance.close();
+        }
+    }
+}
+
+/// Checks that `messages` hold each bucket's offsets in strictly increasing order.
+pub fn assert_bucket_order(messages: &[Received]) {
+    let mut last: HashMap<(Option<String>, i32), i64> = HashMap::new();
+    for m in messages {
+        let key = (m.partition.clone(), m.bucket);
+        if let Some(prev) = last.get(&key) {
+            assert!(
+                m.offset > *prev,
+                "bucket {key:?}: offset {} came after {prev}",
+                m.offset
+            );
+        }
+        last.insert(key, m.offset);
+    }
+}
+
+/// The `id` column of each message, as i64.
+pub fn ids(messages: &[Received]) -> Vec<i64> {
+    messages
+        .iter()
+        .map(|m| m.payload["id"].as_i64().expect("id column"))
+        .collect()
+}

@@ -1,0 +1,263 @@
+//! Log tables to JSON messages: exactly-once with Acks, resume from saved state, Nack
+//! redelivery, starting offsets, partitions, and every value type.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::Duration;
+
+use fluss_testkit::fluss::metadata::TablePath;
+use fluss_testkit::tables::{self, sample_amount, sample_name, sample_row};
+use fluss_testkit::{unique_table, write};
+use serde_json::json;
+
+use crate::fixture::{assert_bucket_order, cluster, config, ids, rt, Answer, Stream};
+
+const IDLE: Duration = Duration::from_secs(15);
+
+/// Creates a log table with the sample schema and `buckets` buckets holding ids `range`.
+fn log_table(prefix: &str, buckets: i32, range: std::ops::Range<i64>) -> TablePath {
+    let path = unique_table(prefix);
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        let admin = conn.get_admin().expect("admin");
+        tables::create_log_table(&admin, &path, tables::sample_log_schema(), buckets).await;
+        write::append_rows(&conn, &path, range.map(sample_row)).await;
+    });
+    path
+}
+
+fn append(path: &TablePath, range: std::ops::Range<i64>) {
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        write::append_rows(&conn, path, range.map(sample_row)).await;
+    });
+}
+
+fn assert_exactly(ids: &[i64], range: std::ops::Range<i64>) {
+    let expected: Vec<i64> = range.collect();
+    let mut got = ids.to_vec();
+    got.sort_unstable();
+    let unique: HashSet<i64> = got.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        got.len(),
+        "{} repeated rows",
+        got.len() - unique.len()
+    );
+    assert_eq!(got.len(), expected.len(), "row count");
+    assert_eq!(got, expected, "the stream holds exactly the table's rows");
+}
+
+#[test]
+fn hundred_thousand_rows_arrive_exactly_once_in_bucket_order() {
+    let path = log_table("exactly_once", 3, 0..100_000);
+    let mut stream =
+        Stream::open(&config(path.table(), json!({"batch_size": 5000})), None).expect("open");
+    let got = stream.read(100_000, IDLE, Answer::AckAll);
+    assert_eq!(got, 100_000);
+    // Nothing more arrives once everything was acked.
+    assert_eq!(
+        stream.read(100_001, Duration::from_secs(2), Answer::AckAll),
+        100_000
+    );
+    assert_exactly(&ids(&stream.acked), 0..100_000);
+    assert_bucket_order(&stream.acked);
+    let buckets: BTreeSet<i32> = stream.acked.iter().map(|m| m.bucket).collect();
+    assert_eq!(buckets, BTreeSet::from([0, 1, 2]), "all buckets were read");
+    // Values follow the writer's formula; ids are unique.
+    for m in stream.acked.iter().take(1000) {
+        let id = m.payload["id"].as_i64().unwrap();
+        assert_eq!(m.payload["name"], sample_name(id));
+        assert_eq!(m.payload["amount"].as_f64().unwrap(), sample_amount(id));
+        assert_eq!(m.change_type.as_deref(), Some("+A"));
+        assert!(m.timestamp > 1_600_000_000_000, "commit timestamp in ms");
+    }
+    let message_ids: HashSet<u128> = stream.acked.iter().map(|m| m.id).collect();
+    assert_eq!(message_ids.len(), 100_000, "message ids are unique");
+}
+
+#[test]
+fn restart_from_saved_state_loses_and_repeats_nothing() {
+    let path = log_table("resume", 3, 0..100_000);
+    let cfg = config(path.table(), json!({"batch_size": 1000}));
+    let mut first = Stream::open(&cfg, None).expect("open");
+    first.read(40_000, IDLE, Answer::AckAll);
+    let before = first.acked.clone();
+    let state = first.close();
+    assert!(state.is_some(), "a state was persisted");
+    assert!(before.len() >= 40_000 && before.len() < 41_000);
+
+    let mut second = Stream::open(&cfg, state).expect("reopen with saved state");
+    second.read(100_000 - before.len(), IDLE, Answer::AckAll);
+    let mut all = before.clone();
+    all.extend(second.acked.iter().cloned());
+    assert_exactly(&ids(&all), 0..100_000);
+    assert_bucket_order(&all);
+}
+
+#[test]
+fn nack_every_third_batch_redelivers_the_same_rows() {
+    let path = log_table("nack", 3, 0..30_000);
+    let mut stream = Stream::open(&cfg_small_batches(&path), None).expect("open");
+    stream.read(30_000, IDLE, Answer::NackEvery(3));
+    assert!(!stream.nacked.is_empty(), "some batches were nacked");
+    assert_exactly(&ids(&stream.acked), 0..30_000);
+    assert_bucket_order(&stream.acked);
+    // Every nacked message came again with the same id.
+    let acked_ids: HashMap<u128, i64> = stream
+        .acked
+        .iter()
+        .map(|m| (m.id, m.payload["id"].as_i64().unwrap()))
+        .collect();
+    for m in &stream.nacked {
+        assert_eq!(
+            acked_ids.get(&m.id),
+            Some(&m.payload["id"].as_i64().unwrap()),
+            "nacked message {} was redelivered with the same id",
+            m.id
+        );
+    }
+}
+
+fn cfg_small_batches(path: &TablePath) -> serde_json::Value {
+    config(path.table(), json!({"batch_size": 700}))
+}
+
+#[test]
+fn starting_offsets_start_where_they_should() {
+    let path = log_table("starts", 1, 0..100);
+    // earliest
+    let mut s = Stream::open(
+        &config(path.table(), json!({"starting_offset": "earliest"})),
+        None,
+    )
+    .unwrap();
+    s.read(100, IDLE, Answer::AckAll);
+    assert_exactly(&ids(&s.acked), 0..100);
+    s.close();
+    // integer offset
+    let mut s = Stream::open(&config(path.table(), json!({"starting_offset": 60})), None).unwrap();
+    s.read(40, IDLE, Answer::AckAll);
+    assert_exactly(&ids(&s.acked), 60..100);
+    assert_eq!(s.acked[0].offset, 60);
+    s.close();
+    // latest: only rows written after open
+    let mut s = Stream::open(
+        &config(path.table(), json!({"starting_offset": "latest"})),
+        None,
+    )
+    .unwrap();
+    assert_eq!(s.read(1, Duration::from_secs(2), Answer::AckAll), 0);
+    std::thread::sleep(Duration::from_millis(1500));
+    let boundary = now_ms();
+    std::thread::sleep(Duration::from_millis(50));
+    append(&path, 100..150);
+    s.read(50, IDLE, Answer::AckAll);
+    assert_exactly(&ids(&s.acked), 100..150);
+    s.close();
+    // timestamp: rows committed at or after the boundary
+    let mut s = Stream::open(
+        &config(
+            path.table(),
+            json!({ "starting_offset": format!("timestamp:{boundary}") }),
+        ),
+        None,
+    )
+    .unwrap();
+    s.read(50, IDLE, Answer::AckAll);
+    assert_exactly(&ids(&s.acked), 100..150);
+    s.close();
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[test]
+fn projection_and_metadata() {
+    let path = log_table("projection", 2, 0..10);
+    let mut s = Stream::open(
+        &config(
+            path.table(),
+            json!({"columns": ["amount", "id"], "include_metadata": true}),
+        ),
+        None,
+    )
+    .unwrap();
+    s.read(10, IDLE, Answer::AckAll);
+    assert_eq!(s.acked.len(), 10);
+    for m in &s.acked {
+        let object = m.payload.as_object().unwrap();
+        let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["amount", "id", "_fluss"],
+            "projected order plus metadata"
+        );
+        let meta = &m.payload["_fluss"];
+        assert_eq!(meta["bucket"], m.bucket);
+        assert_eq!(meta["offset"], m.offset);
+        assert_eq!(meta["timestamp"], m.timestamp);
+        assert!(meta["partition"].is_null());
+    }
+}
+
+#[test]
+fn partitions_added_while_streaming_are_read_and_dropped_ones_forgotten() {
+    let path = unique_table("partitions");
+    let conn = rt().block_on(cluster().connection());
+    let admin = conn.get_admin().unwrap();
+    rt().block_on(async {
+        tables::create_partitioned_table(
+            &admin,
+            &path,
+            tables::sample_partitioned_schema(false),
+            "region",
+            2,
+        )
+        .await;
+        tables::create_partition(&admin, &path, "region", "eu").await;
+        write::append_rows(
+            &conn,
+            &path,
+            (0..100).map(|id| tables::sample_partitioned_row(id, "eu")),
+        )
+        .await;
+    });
+    let mut s = Stream::open(
+        &config(path.table(), json!({"partition_discovery_interval": "1s"})),
+        None,
+    )
+    .unwrap();
+    s.read(100, IDLE, Answer::AckAll);
+    assert_exactly(&ids(&s.acked), 0..100);
+    assert!(s.acked.iter().all(|m| m.partition.as_deref() == Some("eu")));
+    rt().block_on(async {
+        tables::create_partition(&admin, &path, "region", "us").await;
+        write::append_rows(
+            &conn,
+            &path,
+            (100..200).map(|id| tables::sample_partitioned_row(id, "us")),
+        )
+        .await;
+    });
+    s.read(200, IDLE, Answer::AckAll);
+    assert_exactly(&ids(&s.acked), 0..200);
+    assert!(s.acked[100..]
+        .iter()
+        .all(|m| m.partition.as_deref() == Some("us")));
+    rt().block_on(tables::drop_partition(&admin, &path, "region", "eu"));
+    rt().block_on(write::append_rows(
+        &conn,
+        &path,
+        (200..250).map(|id| tables::sample_partitioned_row(id, "us")),
+    ));
+    s.read(250, IDLE, Answer::AckAll);
+    assert_exactly(&ids(&s.acked), 0..250);
+    let state = s.close().expect("state");
+    // The dropped partition is gone from the state; a restart reads nothing again.
+    let mut again = Stream::open(&config(path.table(), json!({})), Some(state)).unwrap();
+    assert_eq!(again.read(1, Duration::from_secs(3), Answer::AckAll), 0);
+}

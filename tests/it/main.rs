@@ -1,0 +1,8 @@
+//! Integration tests against a real Fluss cluster, driving the built plugin library through
+//! the runner over the real C ABI. Enabled by the `fluss-it` feature (the README's test
+//! command turns it on); the cluster is started by `fluss-testkit` on first use.
+#![cfg(feature = "fluss-it")]
+
+mod fixture;
+mod log_tables;
+mod open_errors;
