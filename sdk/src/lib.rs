@@ -1,1 +1,85 @@
-pub fn placeholder() {}
+//! Source half of the Apache Iggy connector SDK, written from the runtime's C ABI
+//! contract: implement [`Source`], then `source_connector!(MySource);` in a `cdylib`.
+//!
+//! * [`message`]: the batch wire types (postcard, byte-compatible with upstream);
+//! * [`error`]: the SDK's error and the `source()` chain renderer;
+//! * [`ffi`]: `source_connector!` and the panic guard around every `extern "C"` body;
+//! * [`container`]: per-id instances, the poll loop, [`BatchPolicy`];
+//! * [`log`]: `tracing` events forwarded to the runtime's log callback;
+//! * [`runtime`]: the plugin's own Tokio runtime.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+pub mod container;
+pub mod error;
+pub mod ffi;
+pub mod log;
+pub mod message;
+pub mod runtime;
+
+use std::future::Future;
+
+pub use container::{BatchPolicy, SendCallback};
+pub use error::Error;
+pub use log::LogCallback;
+pub use message::{
+    ConnectorState, HeaderField, HeaderKey, HeaderKind, HeaderValue, ProducedMessage,
+    ProducedMessages, Schema,
+};
+
+/// The runtime's verdict on one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceBatchResult {
+    /// Delivered to Iggy and, if the batch carried state, the state file was written.
+    Ack,
+    /// Not (completely) delivered; the state file was not advanced.
+    Nack,
+}
+
+/// A source plugin. The SDK drives it, one instance per plugin id, on its own runtime.
+///
+/// # Delivery contract
+/// * Exactly one batch is in flight: after `poll` returns a non-empty batch, the SDK
+///   sends it and calls [`Source::on_batch_result`] before the next `poll`.
+/// * Stage in `poll`, commit on Ack: `poll` must not advance what it persists or
+///   acknowledges upstream; it returns the *candidate* position as
+///   [`ProducedMessages::state`] and keeps it staged. On `Ack` the runtime has delivered
+///   the batch and saved that state: make it the committed position. On `Nack` discard
+///   the staged progress so the next `poll` returns the same data again (at-least-once).
+/// * A batch with no messages and no state is not sent; return one when there is
+///   nothing to do, ideally after waiting a little so the loop does not spin.
+/// * Nacks back off 100 ms doubling to 5 s; after 5 in a row (reset by an Ack) the
+///   instance stops polling. A `poll` error is logged with its cause chain and retried
+///   after the same backoff. No result within 30 s counts as Nack.
+/// * `close` runs after the loop stopped: a pending batch has been rolled back with
+///   `on_batch_result(Nack)` and an in-progress `poll` future was dropped, so `poll`
+///   must be cancel-safe (hold nothing that a drop would corrupt).
+pub trait Source: Sized + Send + 'static {
+    /// The plugin's error; logged with its full `source()` chain.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Opens an instance. `config_json` is exactly the text the runtime passed (compact
+    /// JSON, `null` when the connector file has no `[plugin_config]`); the plugin parses
+    /// it. `state` is what the runtime saved after the last acknowledged batch.
+    /// An error fails the connector; it is logged once, with its cause chain.
+    fn open(
+        id: u32,
+        config_json: &str,
+        state: Option<ConnectorState>,
+    ) -> impl Future<Output = Result<Self, Self::Error>> + Send;
+
+    /// Produces the next batch (possibly empty) with its staged state.
+    fn poll(&mut self) -> impl Future<Output = Result<ProducedMessages, Self::Error>> + Send;
+
+    /// Commits (Ack) or rolls back (Nack) what the last `poll` staged. Keep it short:
+    /// the runtime waits for it.
+    fn on_batch_result(
+        &mut self,
+        result: SourceBatchResult,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Releases resources; called once, after polling stopped.
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
