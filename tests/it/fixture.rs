@@ -28,7 +28,7 @@ pub fn plugin_path() -> PathBuf {
 }
 
 static HARNESS: LazyLock<Harness> =
-    LazyLock::new(|| Harness::load(&plugin_path()).expect("load the plugin library"));
+    LazyLock::new(|| Harness::load(plugin_path()).expect("load the plugin library"));
 
 /// The loaded plugin (one per test process, like the runtime's one dlopen per path).
 pub fn harness() -> &'static Harness {
@@ -77,7 +77,8 @@ pub struct Received {
     pub change_type: Option<String>,
     pub timestamp: i64,
     pub payload: Value,
-    pub batch_id: u64,
+    /// The payload bytes as sent (key order is part of the contract; `Value` sorts keys).
+    pub raw: Vec<u8>,
 }
 
 fn header<'a>(
@@ -108,7 +109,7 @@ fn decode(batch: &Batch) -> Vec<Received> {
                     .as_i64()
                     .unwrap(),
                 payload: serde_json::from_slice(&m.payload).expect("payload is JSON"),
-                batch_id: batch.batch_id,
+                raw: m.payload.clone(),
             }
         })
         .collect()
@@ -138,8 +139,12 @@ pub struct Stream {
 impl Stream {
     /// Opens an instance with `config` and saved `state`; `Err` carries open's return code.
     pub fn open(config: &Value, state: Option<Vec<u8>>) -> Result<Self, i32> {
-        let instance = harness().open(&config.to_string(), state.as_deref())?;
-        instance.start();
+        let instance = match harness().open(&config.to_string(), state.as_deref()) {
+            Ok(instance) => instance,
+            Err(fluss_source_runner::Error::OpenFailed { code, .. }) => return Err(code),
+            Err(e) => panic!("open: {e}"),
+        };
+        assert_eq!(instance.start(), 0, "handle_v2 accepted");
         Ok(Self {
             instance: Some(instance),
             state,
