@@ -1,0 +1,323 @@
+//! The SDK's container behaviour over the real C ABI, through the test source plugin.
+
+mod common;
+
+use fluss_source_runner::harness::late_sends;
+use fluss_source_runner::{logs, Batch, Error, Harness, Instance, Level};
+use iggy_connector_sdk::ConnectorState;
+use serde::Deserialize;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn harness() -> Harness {
+    Harness::load(common::test_source_library()).expect("load the test source")
+}
+
+fn ids(batch: &Batch) -> Vec<u128> {
+    batch
+        .messages
+        .messages
+        .iter()
+        .map(|m| m.id.expect("test source sets ids"))
+        .collect()
+}
+
+#[derive(Deserialize)]
+struct State {
+    next: u64,
+}
+
+fn state_next(batch: &Batch) -> u64 {
+    batch
+        .messages
+        .state
+        .as_ref()
+        .expect("test source sends state")
+        .deserialize::<State>()
+        .expect("state decodes")
+        .next
+}
+
+fn next(instance: &Instance) -> Batch {
+    instance
+        .next_batch(WAIT)
+        .expect("a batch within 5 s; check the plugin's log lines above")
+}
+
+fn plugin_lines(id: u32) -> Vec<fluss_source_runner::LogLine> {
+    let prefix = format!("plugin {id}:");
+    logs()
+        .into_iter()
+        .filter(|line| line.message.starts_with(&prefix))
+        .collect()
+}
+
+#[test]
+fn acked_batches_deliver_every_message_once_then_nothing() {
+    let harness = harness();
+    let instance = harness.open(r#"{"total":25,"batch":10}"#, None).unwrap();
+    assert_eq!(instance.start(), 0);
+    let mut seen = Vec::new();
+    let mut batch_ids = Vec::new();
+    for _ in 0..3 {
+        let batch = next(&instance);
+        batch_ids.push(batch.batch_id);
+        seen.extend(ids(&batch));
+        assert!(batch.encoded_len > 0);
+        assert_eq!(instance.ack(&batch), 0, "ack of the pending batch");
+    }
+    assert_eq!(seen, (0..25).collect::<Vec<u128>>());
+    assert_eq!(batch_ids, [1, 2, 3], "batch ids start at 1 and increment");
+    assert!(
+        instance.next_batch(Duration::from_millis(300)).is_none(),
+        "exhausted source sends nothing"
+    );
+    assert_eq!(instance.close(), 0);
+    assert_eq!(late_sends(), 0, "no send callback after close");
+}
+
+#[test]
+fn messages_carry_payload_headers_and_staged_state() {
+    let harness = harness();
+    let instance = harness.open(r#"{"total":5,"batch":5}"#, None).unwrap();
+    instance.start();
+    let batch = next(&instance);
+    let first = &batch.messages.messages[0];
+    assert_eq!(first.payload, br#"{"n":0}"#);
+    let headers = first.headers.as_ref().unwrap();
+    let rendered: Vec<String> = headers.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    assert_eq!(rendered, ["n=0", "source=test"]);
+    assert_eq!(state_next(&batch), 5, "state is the staged position");
+    assert_eq!(instance.ack(&batch), 0);
+}
+
+#[test]
+fn nacked_batch_is_redelivered_with_the_same_ids_and_state() {
+    let harness = harness();
+    let instance = harness.open(r#"{"total":100,"batch":10}"#, None).unwrap();
+    instance.start();
+    let first = next(&instance);
+    assert_eq!(instance.nack(&first), 0);
+    let again = next(&instance);
+    assert_eq!(ids(&again), ids(&first), "same ids after a Nack");
+    assert_eq!(state_next(&again), state_next(&first));
+    assert_eq!(again.batch_id, first.batch_id + 1, "a fresh batch id");
+    assert_eq!(instance.ack(&again), 0);
+    let third = next(&instance);
+    assert_eq!(ids(&third)[0], 10, "the Ack committed the first ten");
+    instance.ack(&third);
+    instance.close();
+}
+
+#[test]
+fn state_from_open_resumes_after_the_acked_position() {
+    let harness = harness();
+    let state = ConnectorState::serialize(&(40_u64,)).unwrap();
+    let instance = harness
+        .open(r#"{"total":45,"batch":10}"#, Some(&state.0))
+        .unwrap();
+    instance.start();
+    let batch = next(&instance);
+    assert_eq!(ids(&batch), (40..45).collect::<Vec<u128>>());
+    instance.ack(&batch);
+}
+
+#[test]
+fn close_with_a_pending_batch_is_prompt_and_rolls_it_back() {
+    let harness = harness();
+    let instance = harness.open(r#"{"total":100,"batch":10}"#, None).unwrap();
+    instance.start();
+    let pending = next(&instance);
+    let started = Instant::now();
+    assert_eq!(instance.close(), 0);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(1), "close took {took:?}");
+    assert_eq!(
+        harness.call_batch_result(instance.id(), pending.batch_id, 0),
+        -1,
+        "a result after close is refused"
+    );
+    assert_eq!(late_sends(), 0, "no send callback after close");
+}
+
+#[test]
+fn close_cancels_an_in_progress_poll() {
+    let harness = harness();
+    let instance = harness
+        .open(r#"{"total":100,"poll_delay_ms":30000}"#, None)
+        .unwrap();
+    instance.start();
+    std::thread::sleep(Duration::from_millis(50));
+    let started = Instant::now();
+    assert_eq!(instance.close(), 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "close waited for poll"
+    );
+}
+
+#[test]
+fn close_works_without_start() {
+    let harness = harness();
+    let instance = harness.open("null", None).unwrap();
+    assert_eq!(instance.close(), 0);
+    assert_ne!(harness.call_close(instance.id()), 0, "the id is gone");
+}
+
+#[test]
+fn unknown_ids_are_refused_everywhere() {
+    let harness = harness();
+    let id = 4_000_000_000;
+    assert_ne!(harness.call_handle(id), 0);
+    assert_ne!(harness.call_batch_result(id, 1, 0), 0);
+    assert_ne!(harness.call_close(id), 0);
+}
+
+#[test]
+fn duplicate_open_id_is_refused_and_the_first_keeps_working() {
+    let harness = harness();
+    let instance = harness.open(r#"{"total":10}"#, None).unwrap();
+    assert_ne!(harness.call_open(instance.id(), "null", None), 0);
+    instance.start();
+    let batch = next(&instance);
+    assert_eq!(instance.ack(&batch), 0);
+    assert_eq!(instance.close(), 0);
+}
+
+#[test]
+fn results_for_other_batches_or_bad_bytes_are_refused() {
+    let harness = harness();
+    let instance = harness.open(r#"{"total":100,"batch":10}"#, None).unwrap();
+    assert_eq!(instance.result(1, 0), -1, "no batch pending before start");
+    instance.start();
+    let batch = next(&instance);
+    assert_eq!(instance.result(batch.batch_id + 1, 0), -1, "wrong batch id");
+    assert_eq!(
+        instance.result(batch.batch_id, 7),
+        -1,
+        "invalid result byte"
+    );
+    let again = next(&instance);
+    assert_eq!(ids(&again), ids(&batch), "the invalid byte acted as a Nack");
+    assert_eq!(instance.ack(&again), 0);
+    assert_eq!(instance.ack(&again), -1, "a second Ack for the same batch");
+}
+
+#[test]
+fn two_instances_run_side_by_side() {
+    let harness = harness();
+    let a = harness.open(r#"{"total":3,"batch":3}"#, None).unwrap();
+    let b = harness.open(r#"{"total":7,"batch":7}"#, None).unwrap();
+    assert_ne!(a.id(), b.id());
+    a.start();
+    b.start();
+    let (batch_a, batch_b) = (next(&a), next(&b));
+    assert_eq!(ids(&batch_a).len(), 3);
+    assert_eq!(ids(&batch_b).len(), 7);
+    assert_eq!(b.ack(&batch_b), 0);
+    assert_eq!(a.ack(&batch_a), 0);
+    assert_eq!(a.close(), 0);
+    assert!(b.next_batch(Duration::from_millis(200)).is_none());
+    assert_eq!(b.close(), 0);
+}
+
+#[test]
+fn failed_open_returns_non_zero_logs_one_error_and_leaves_nothing() {
+    let harness = harness();
+    let error = harness.open(r#"{"fail_open":true}"#, None).unwrap_err();
+    let Error::OpenFailed { id, code } = error else {
+        panic!("expected OpenFailed, got {error}");
+    };
+    assert_ne!(code, 0);
+    let errors: Vec<_> = plugin_lines(id)
+        .into_iter()
+        .filter(|line| line.level == Level::Error)
+        .collect();
+    assert_eq!(errors.len(), 1, "one ERROR line: {errors:?}");
+    assert!(
+        errors[0].message.contains("fail_open") && errors[0].message.contains("simulated cause"),
+        "the line carries the cause chain: {}",
+        errors[0].message
+    );
+    assert_ne!(harness.call_close(id), 0, "no instance left behind");
+    assert_eq!(
+        harness.call_open(id, "null", None),
+        0,
+        "the id is free again"
+    );
+    assert_eq!(harness.call_close(id), 0);
+}
+
+#[test]
+fn bad_config_json_fails_open_with_serde_message() {
+    let harness = harness();
+    let Err(Error::OpenFailed { id, .. }) = harness.open(r#"{"totl":1}"#, None) else {
+        panic!("an unknown key must fail open");
+    };
+    let lines = plugin_lines(id);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.message.contains("unknown field `totl`")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn panic_in_poll_is_contained_and_logged() {
+    let harness = harness();
+    let instance = harness
+        .open(r#"{"total":100,"batch":10,"panic_in_poll_at":15}"#, None)
+        .unwrap();
+    instance.start();
+    let batch = next(&instance);
+    assert_eq!(instance.ack(&batch), 0);
+    assert!(instance.next_batch(Duration::from_millis(500)).is_none());
+    let deadline = Instant::now() + WAIT;
+    while !plugin_lines(instance.id())
+        .iter()
+        .any(|l| l.level == Level::Error && l.message.contains("panic in poll"))
+    {
+        assert!(Instant::now() < deadline, "no 'panic in poll' ERROR line");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(instance.close(), 0);
+    let other = harness.open(r#"{"total":1}"#, None).unwrap();
+    other.start();
+    assert_eq!(other.ack(&next(&other)), 0, "the process still works");
+}
+
+#[test]
+fn version_is_the_plugin_crate_version() {
+    assert_eq!(harness().version(), "0.1.0");
+}
+
+#[test]
+fn library_exports_exactly_the_five_source_symbols() {
+    let lib = common::test_source_library();
+    let output = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("nm (binutils) is installed");
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut symbols: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.split_whitespace().last())
+        .filter(|name| name.starts_with("iggy_source_"))
+        .collect();
+    symbols.sort_unstable();
+    assert_eq!(
+        symbols,
+        [
+            "iggy_source_batch_result",
+            "iggy_source_close",
+            "iggy_source_handle_v2",
+            "iggy_source_open",
+            "iggy_source_version"
+        ]
+    );
+}
