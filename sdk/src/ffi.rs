@@ -63,8 +63,9 @@ macro_rules! source_connector {
             state_len: usize,
             log_callback: $crate::log::LogCallback,
         ) -> i32 {
-            $crate::log::install(log_callback);
             $crate::ffi::ffi_guard(id, "open", || {
+                // First, so that even a failure below reaches the runtime's log.
+                $crate::log::install(log_callback);
                 // SAFETY: the runtime keeps both buffers alive for the whole call.
                 let config = unsafe { $crate::ffi::bytes(config_ptr, config_len) };
                 let state = unsafe { $crate::ffi::bytes(state_ptr, state_len) };
