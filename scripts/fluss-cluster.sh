@@ -378,6 +378,10 @@ start() {
     echo "server.background.threads=2"
     echo "log.replica.fetcher-number=1"
     echo "kv.rocksdb.thread.num=1"
+    # A tablet server killed with -9 stays registered until its ZooKeeper
+    # session expires (default 60 s, capped at 40 s by tickTime 2000); the
+    # fault tests restart it sooner than that.
+    echo "zookeeper.client.session-timeout=10s"
     if ((sasl)); then
       echo "security.protocol.map=SASL:sasl"
       echo "security.sasl.enabled.mechanisms=plain"

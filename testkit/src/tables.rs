@@ -1,0 +1,271 @@
+//! Test tables: unique names, creation, readiness, partitions, and a small
+//! sample schema most tests can share.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fluss::client::FlussAdmin;
+use fluss::metadata::{
+    DataTypes, PartitionInfo, PartitionSpec, Schema, TableDescriptor, TableInfo, TablePath,
+};
+use fluss::row::GenericRow;
+use fluss::rpc::message::OffsetSpec;
+
+use crate::poll_until;
+
+/// The database every testkit table lives in; created on first use.
+pub const TEST_DATABASE: &str = "testkit";
+
+/// Buckets get leaders within a second or two on a healthy cluster; the
+/// rest covers a tablet server that is still (re)starting.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+const READY_INTERVAL: Duration = Duration::from_millis(200);
+
+static TABLE_SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// A table path in [`TEST_DATABASE`] no other test (in this or an earlier
+/// run against the same cluster) uses: `{prefix}_{pid}_{millis}_{n}`.
+/// `prefix` should name the test, e.g. `unique_table("resume")`.
+pub fn unique_table(prefix: &str) -> TablePath {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() % 1_000_000_000);
+    let n = TABLE_SEQ.fetch_add(1, Ordering::Relaxed);
+    TablePath::new(
+        TEST_DATABASE,
+        format!("{prefix}_{}_{millis}_{n}", std::process::id()),
+    )
+}
+
+/// Creates `database` unless it exists.
+pub async fn ensure_database(admin: &FlussAdmin, database: &str) {
+    admin
+        .create_database(database, None, true)
+        .await
+        .unwrap_or_else(|e| panic!("create database {database}: {e}"));
+}
+
+/// Creates the table (and its database), then waits until every bucket has
+/// a leader unless the table is partitioned (partitions have the buckets;
+/// see [`create_partition`]). Returns the server's view of the table.
+pub async fn create_table(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    descriptor: &TableDescriptor,
+) -> TableInfo {
+    ensure_database(admin, path.database()).await;
+    admin
+        .create_table(path, descriptor, false)
+        .await
+        .unwrap_or_else(|e| panic!("create table {path}: {e}"));
+    let info = admin
+        .get_table_info(path)
+        .await
+        .unwrap_or_else(|e| panic!("get_table_info {path}: {e}"));
+    if !info.is_partitioned() {
+        wait_table_ready(admin, path, info.get_num_buckets()).await;
+    }
+    info
+}
+
+/// Creates a log table with `buckets` buckets (rows spread round-robin).
+pub async fn create_log_table(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    schema: Schema,
+    buckets: i32,
+) -> TableInfo {
+    let descriptor = TableDescriptor::builder()
+        .schema(schema)
+        .distributed_by(Some(buckets), Vec::new())
+        .build()
+        .expect("log table descriptor");
+    create_table(admin, path, &descriptor).await
+}
+
+/// Creates a primary-key table (the schema carries the key) with `buckets`
+/// buckets, bucketed by its primary key.
+pub async fn create_pk_table(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    schema: Schema,
+    buckets: i32,
+) -> TableInfo {
+    assert!(
+        schema.primary_key().is_some(),
+        "create_pk_table needs a schema with a primary key, e.g. sample_pk_schema()"
+    );
+    create_log_table(admin, path, schema, buckets).await
+}
+
+/// Creates a table partitioned by the STRING column `partition_key`, with
+/// `buckets` buckets per partition and no automatic partitions: add them
+/// with [`create_partition`]. A primary key must include `partition_key`.
+pub async fn create_partitioned_table(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    schema: Schema,
+    partition_key: &str,
+    buckets: i32,
+) -> TableInfo {
+    let descriptor = TableDescriptor::builder()
+        .schema(schema)
+        .partitioned_by(vec![partition_key])
+        .distributed_by(Some(buckets), Vec::new())
+        .build()
+        .expect("partitioned table descriptor");
+    create_table(admin, path, &descriptor).await
+}
+
+/// Adds the partition `partition_key=value` and waits until its buckets
+/// have leaders. Returns its info (the id scanners subscribe with).
+pub async fn create_partition(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    partition_key: &str,
+    value: &str,
+) -> PartitionInfo {
+    let spec = PartitionSpec::new(HashMap::from([(partition_key, value)]));
+    admin
+        .create_partition(path, &spec, false)
+        .await
+        .unwrap_or_else(|e| panic!("create partition {partition_key}={value} of {path}: {e}"));
+    let info = admin
+        .get_table_info(path)
+        .await
+        .unwrap_or_else(|e| panic!("get_table_info {path}: {e}"));
+    let partition = poll_until(
+        READY_TIMEOUT,
+        READY_INTERVAL,
+        &format!("partition {value} of {path} to be listed"),
+        || async {
+            let partitions = admin.list_partition_infos(path).await?;
+            partitions
+                .into_iter()
+                .find(|p| p.get_partition_name() == value)
+                .ok_or_else(|| fluss::error::Error::UnexpectedError {
+                    message: format!("partition {value} not listed yet"),
+                    source: None,
+                })
+        },
+    )
+    .await;
+    wait_partition_ready(admin, path, value, info.get_num_buckets()).await;
+    partition
+}
+
+/// Drops the partition `partition_key=value`.
+pub async fn drop_partition(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    partition_key: &str,
+    value: &str,
+) {
+    let spec = PartitionSpec::new(HashMap::from([(partition_key, value)]));
+    admin
+        .drop_partition(path, &spec, false)
+        .await
+        .unwrap_or_else(|e| panic!("drop partition {partition_key}={value} of {path}: {e}"));
+}
+
+/// Waits until `list_offsets` answers for every bucket, i.e. each has a
+/// leader. Right after `create_table` it fails with a non-retriable
+/// "No leader found" `UnexpectedError` for a moment.
+pub async fn wait_table_ready(admin: &FlussAdmin, path: &TablePath, buckets: i32) {
+    let ids: Vec<i32> = (0..buckets).collect();
+    poll_until(
+        READY_TIMEOUT,
+        READY_INTERVAL,
+        &format!("leaders for the {buckets} bucket(s) of {path}"),
+        || admin.list_offsets(path, &ids, OffsetSpec::Latest),
+    )
+    .await;
+}
+
+/// [`wait_table_ready`] for one partition, named by its value.
+pub async fn wait_partition_ready(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    partition_name: &str,
+    buckets: i32,
+) {
+    let ids: Vec<i32> = (0..buckets).collect();
+    poll_until(
+        READY_TIMEOUT,
+        READY_INTERVAL,
+        &format!("leaders for the {buckets} bucket(s) of partition {partition_name} of {path}"),
+        || admin.list_partition_offsets(path, partition_name, &ids, OffsetSpec::Latest),
+    )
+    .await;
+}
+
+/// `id BIGINT, name STRING, amount DOUBLE`: the shape of [`sample_row`].
+pub fn sample_log_schema() -> Schema {
+    Schema::builder()
+        .column("id", DataTypes::bigint())
+        .column("name", DataTypes::string())
+        .column("amount", DataTypes::double())
+        .build()
+        .expect("sample log schema")
+}
+
+/// [`sample_log_schema`] with `id` as primary key.
+pub fn sample_pk_schema() -> Schema {
+    Schema::builder()
+        .column("id", DataTypes::bigint())
+        .column("name", DataTypes::string())
+        .column("amount", DataTypes::double())
+        .primary_key(vec!["id"])
+        .expect("primary key")
+        .build()
+        .expect("sample pk schema")
+}
+
+/// `id BIGINT, name STRING, amount DOUBLE, region STRING`, to partition by
+/// `region`; with `primary_key` the key is `(id, region)`.
+pub fn sample_partitioned_schema(primary_key: bool) -> Schema {
+    let builder = Schema::builder()
+        .column("id", DataTypes::bigint())
+        .column("name", DataTypes::string())
+        .column("amount", DataTypes::double())
+        .column("region", DataTypes::string());
+    let builder = if primary_key {
+        builder
+            .primary_key(vec!["id", "region"])
+            .expect("primary key")
+    } else {
+        builder
+    };
+    builder.build().expect("sample partitioned schema")
+}
+
+/// The row `(id, "name-{id}", id * 1.5)` of [`sample_log_schema`] and
+/// [`sample_pk_schema`]; values follow from `id` so readers can check them.
+pub fn sample_row(id: i64) -> GenericRow<'static> {
+    let mut row = GenericRow::new(3);
+    row.set_field(0, id);
+    row.set_field(1, sample_name(id));
+    row.set_field(2, sample_amount(id));
+    row
+}
+
+/// [`sample_row`] plus `region`, for [`sample_partitioned_schema`].
+pub fn sample_partitioned_row(id: i64, region: &str) -> GenericRow<'static> {
+    let mut row = GenericRow::new(4);
+    row.set_field(0, id);
+    row.set_field(1, sample_name(id));
+    row.set_field(2, sample_amount(id));
+    row.set_field(3, region.to_string());
+    row
+}
+
+/// The `name` column of [`sample_row`].
+pub fn sample_name(id: i64) -> String {
+    format!("name-{id}")
+}
+
+/// The `amount` column of [`sample_row`].
+pub fn sample_amount(id: i64) -> f64 {
+    id as f64 * 1.5
+}

@@ -1,0 +1,103 @@
+//! Writing test data with fluss-rs: append to log tables, upsert and delete
+//! on primary-key tables. Every helper flushes before it returns, so the
+//! rows are acknowledged by the server (acks = all).
+
+use std::time::Duration;
+
+use fluss::client::FlussConnection;
+use fluss::metadata::TablePath;
+use fluss::row::GenericRow;
+
+/// A flush that takes longer than this means the cluster is stuck; the
+/// writer itself retries forever (`writer_retries` = i32::MAX).
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Appends `rows` to the log table `path` and flushes. Returns how many rows
+/// were written.
+pub async fn append_rows<'a>(
+    connection: &FlussConnection,
+    path: &TablePath,
+    rows: impl IntoIterator<Item = GenericRow<'a>>,
+) -> usize {
+    let table = connection
+        .get_table(path)
+        .await
+        .unwrap_or_else(|e| panic!("get_table {path}: {e}"));
+    let writer = table
+        .new_append()
+        .and_then(|append| append.create_writer())
+        .unwrap_or_else(|e| panic!("append writer for {path}: {e}"));
+    let mut count = 0;
+    for row in rows {
+        // The per-row future only reports this row's ack; flush below waits
+        // for all of them, so dropping it is fine.
+        drop(
+            writer
+                .append(&row)
+                .unwrap_or_else(|e| panic!("append row {count} to {path}: {e}")),
+        );
+        count += 1;
+    }
+    flush(path, writer.flush()).await;
+    count
+}
+
+/// Upserts `rows` into the primary-key table `path` and flushes.
+pub async fn upsert_rows<'a>(
+    connection: &FlussConnection,
+    path: &TablePath,
+    rows: impl IntoIterator<Item = GenericRow<'a>>,
+) -> usize {
+    kv_write(connection, path, rows, false).await
+}
+
+/// Deletes the keys of `rows` (full rows; only key columns matter) from the
+/// primary-key table `path` and flushes.
+pub async fn delete_rows<'a>(
+    connection: &FlussConnection,
+    path: &TablePath,
+    rows: impl IntoIterator<Item = GenericRow<'a>>,
+) -> usize {
+    kv_write(connection, path, rows, true).await
+}
+
+async fn kv_write<'a>(
+    connection: &FlussConnection,
+    path: &TablePath,
+    rows: impl IntoIterator<Item = GenericRow<'a>>,
+    delete: bool,
+) -> usize {
+    let table = connection
+        .get_table(path)
+        .await
+        .unwrap_or_else(|e| panic!("get_table {path}: {e}"));
+    let writer = table
+        .new_upsert()
+        .and_then(|upsert| upsert.create_writer())
+        .unwrap_or_else(|e| panic!("upsert writer for {path}: {e}"));
+    let mut count = 0;
+    for row in rows {
+        let queued = if delete {
+            writer.delete(&row)
+        } else {
+            writer.upsert(&row)
+        };
+        drop(queued.unwrap_or_else(|e| panic!("write row {count} to {path}: {e}")));
+        count += 1;
+    }
+    flush(path, writer.flush()).await;
+    count
+}
+
+async fn flush(
+    path: &TablePath,
+    flushing: impl std::future::Future<Output = fluss::error::Result<()>>,
+) {
+    match tokio::time::timeout(FLUSH_TIMEOUT, flushing).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => panic!("flush to {path}: {e}"),
+        Err(_) => panic!(
+            "flush to {path} did not finish within {FLUSH_TIMEOUT:?}; is a tablet server down?"
+        ),
+    }
+}
