@@ -17,7 +17,7 @@ use iggy_connector_sdk::{ConnectorState, ProducedMessages, Source, SourceBatchRe
 use crate::batch::Batch;
 use crate::config::{Config, OutOfRangePolicy, PayloadFormat};
 use crate::connect::{self, Table};
-use crate::encode::{rows::RowMessages, BucketContext, PayloadEncoder};
+use crate::encode::{cdc::ChangeMessages, rows::RowMessages, BucketContext, PayloadEncoder};
 use crate::error::{fault, Error, Fault, Result};
 use crate::message::{BucketHeaders, Headers};
 use crate::scan::partitions::{self, PartitionNames};
@@ -425,21 +425,28 @@ fn bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> Vec<
 }
 
 fn encoder_for(config: &Config, table: &Table) -> Result<PayloadEncoder> {
-    let unsupported = |what: &str| {
-        Error::State {
-        reason: format!("{what} is not supported by this build yet; use a log table with payload_format = \"json\""),
-    }
-    };
-    if table.primary_key {
-        return Err(unsupported("reading primary-key tables"));
-    }
     if config.payload_format == PayloadFormat::ArrowIpc {
-        return Err(unsupported("payload_format = \"arrow_ipc\""));
+        return Err(Error::State {
+            reason:
+                "payload_format = \"arrow_ipc\" is not supported by this build yet; use \"json\""
+                    .into(),
+        });
     }
-    Ok(PayloadEncoder::Rows(RowMessages::new(
-        table.id(),
-        table.fields.clone(),
-        config.json,
-        config.include_metadata,
-    )))
+    Ok(if table.primary_key {
+        PayloadEncoder::Changes(ChangeMessages::new(
+            table.id(),
+            &config.database,
+            &config.table,
+            table.fields.clone(),
+            config.json,
+            config.changelog_format,
+        ))
+    } else {
+        PayloadEncoder::Rows(RowMessages::new(
+            table.id(),
+            table.fields.clone(),
+            config.json,
+            config.include_metadata,
+        ))
+    })
 }

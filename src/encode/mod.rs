@@ -1,6 +1,7 @@
 //! Turning scanned records into Iggy messages. The encoder is chosen once at open from the
 //! table kind and `payload_format`; each one consumes records of one bucket in offset order.
 
+pub mod cdc;
 pub mod json;
 pub mod rows;
 
@@ -26,13 +27,15 @@ pub struct BucketContext<'a> {
 pub enum PayloadEncoder {
     /// Log table rows as JSON objects.
     Rows(rows::RowMessages),
+    /// Primary-key table changes as JSON events.
+    Changes(cdc::ChangeMessages),
 }
 
 impl PayloadEncoder {
     /// The batch schema the runtime decodes payloads with.
     pub fn schema(&self) -> Schema {
         match self {
-            PayloadEncoder::Rows(_) => Schema::Json,
+            PayloadEncoder::Rows(_) | PayloadEncoder::Changes(_) => Schema::Json,
         }
     }
 
@@ -48,6 +51,7 @@ impl PayloadEncoder {
     ) -> Result<usize> {
         match self {
             PayloadEncoder::Rows(rows) => rows.encode(headers, bucket, records, batch),
+            PayloadEncoder::Changes(changes) => changes.encode(headers, bucket, records, batch),
         }
     }
 }

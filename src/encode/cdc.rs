@@ -1,0 +1,430 @@
+//! Primary-key table changes as JSON change events, in the Debezium envelope or flat.
+//!
+//! Fluss' changelog holds `+I`, `-U`/`+U` pairs and `-D` (a `WAL` changelog image has lone
+//! `+U`s instead of pairs). A pair becomes one `u` event with both images. fluss-rs returns a
+//! pair within one poll, but the pair may straddle the end of what is pending, so a trailing
+//! `-U` is left for the next call rather than split across two batches.
+
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arrow_array::RecordBatch;
+use fluss::metadata::DataField;
+use fluss::record::{ChangeType, ScanRecord};
+use fluss::TableId;
+use iggy_connector_sdk::ProducedMessage;
+
+use super::json::{write_json_string, JsonOptions, RowEncoder};
+use super::BucketContext;
+use crate::batch::Batch;
+use crate::config::ChangelogFormat;
+use crate::error::{Error, Result};
+use crate::message::{message_id, Headers};
+
+/// The Debezium `op` of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `c`: a row was inserted (`+I`, or `+A` should a log record ever pass through).
+    Create,
+    /// `u`: a row was updated (`-U`/`+U` pair, or a lone `+U`/`-U`).
+    Update,
+    /// `d`: a row was deleted (`-D`).
+    Delete,
+}
+
+impl Op {
+    fn code(self) -> &'static str {
+        match self {
+            Op::Create => "c",
+            Op::Update => "u",
+            Op::Delete => "d",
+        }
+    }
+}
+
+/// One change event: up to two changelog records.
+#[derive(Clone, Copy)]
+pub struct Change<'r> {
+    /// The event kind.
+    pub op: Op,
+    /// The row image before the change.
+    pub before: Option<&'r ScanRecord>,
+    /// The row image after the change.
+    pub after: Option<&'r ScanRecord>,
+    /// How many records the change consumed (2 for a pair).
+    pub records: usize,
+}
+
+impl Change<'_> {
+    /// The first record of the change: its offset identifies the change.
+    fn first(&self) -> Option<&ScanRecord> {
+        self.before.or(self.after)
+    }
+
+    /// The change type carried in the `fluss_change_type` header.
+    fn change_type(&self) -> ChangeType {
+        match (self.op, self.before, self.after) {
+            (Op::Create, ..) => ChangeType::Insert,
+            (Op::Delete, ..) => ChangeType::Delete,
+            (Op::Update, _, Some(_)) => ChangeType::UpdateAfter,
+            (Op::Update, _, None) => ChangeType::UpdateBefore,
+        }
+    }
+}
+
+/// Pairs the next change from `records`; `None` when the records end in a `-U` whose `+U`
+/// has not been read yet (or there are none).
+pub fn next_change(records: &[ScanRecord]) -> Option<Change<'_>> {
+    let record = records.first()?;
+    let single = |op, before, after| Change {
+        op,
+        before,
+        after,
+        records: 1,
+    };
+    Some(match record.change_type() {
+        ChangeType::AppendOnly | ChangeType::Insert => single(Op::Create, None, Some(record)),
+        ChangeType::UpdateAfter => single(Op::Update, None, Some(record)),
+        ChangeType::Delete => single(Op::Delete, Some(record), None),
+        ChangeType::UpdateBefore => match records.get(1) {
+            None => return None,
+            Some(next) if *next.change_type() == ChangeType::UpdateAfter => Change {
+                op: Op::Update,
+                before: Some(record),
+                after: Some(next),
+                records: 2,
+            },
+            // Not seen in a FULL changelog; kept as an update with no after image rather
+            // than dropped.
+            Some(_) => single(Op::Update, Some(record), None),
+        },
+    })
+}
+
+/// Encodes primary-key table changes as JSON messages.
+pub struct ChangeMessages {
+    table_id: TableId,
+    fields: Vec<DataField>,
+    options: JsonOptions,
+    format: ChangelogFormat,
+    /// `"source":{"connector":"fluss","db":…,"table":…,"partition":` escaped once.
+    source_prefix: Vec<u8>,
+}
+
+/// Row encoders for the (at most two) Arrow batches a change can touch.
+struct Encoders<'r> {
+    fields: &'r [DataField],
+    options: JsonOptions,
+    current: Option<(*const RecordBatch, RowEncoder<'r>)>,
+}
+
+impl<'r> Encoders<'r> {
+    fn write(&mut self, record: &'r ScanRecord, out: &mut Vec<u8>) -> Result<()> {
+        let batch = record
+            .row()
+            .get_record_batch()
+            .ok_or_else(|| Error::State {
+                reason: "fluss-rs returned a record without its Arrow batch".into(),
+            })?;
+        let ptr: *const RecordBatch = batch;
+        let reuse = matches!(&self.current, Some((p, _)) if *p == ptr);
+        if !reuse {
+            let encoder = RowEncoder::try_new(self.fields, batch, self.options)
+                .map_err(|source| Error::Encode { source })?;
+            self.current = Some((ptr, encoder));
+        }
+        if let Some((_, encoder)) = self.current.as_mut() {
+            encoder.write_fields(record.row().get_row_id(), out);
+        }
+        Ok(())
+    }
+}
+
+impl ChangeMessages {
+    /// An encoder for changes of `db.table`, whose scanned columns are `fields`.
+    pub fn new(
+        table_id: TableId,
+        database: &str,
+        table: &str,
+        fields: Vec<DataField>,
+        options: JsonOptions,
+        format: ChangelogFormat,
+    ) -> Self {
+        let mut source_prefix = br#""source":{"connector":"fluss","db":"#.to_vec();
+        write_json_string(&mut source_prefix, database);
+        source_prefix.extend_from_slice(br#","table":"#);
+        write_json_string(&mut source_prefix, table);
+        source_prefix.extend_from_slice(br#","partition":"#);
+        Self {
+            table_id,
+            fields,
+            options,
+            format,
+            source_prefix,
+        }
+    }
+
+    /// See [`super::PayloadEncoder::encode`].
+    pub fn encode(
+        &mut self,
+        headers: &Headers,
+        bucket: &BucketContext<'_>,
+        records: &[ScanRecord],
+        batch: &mut Batch,
+    ) -> Result<usize> {
+        let mut encoders = Encoders {
+            fields: &self.fields,
+            options: self.options,
+            current: None,
+        };
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let mut consumed = 0;
+        let mut payload_hint = 256;
+        while !batch.is_full() {
+            let Some(change) = next_change(&records[consumed..]) else {
+                break;
+            };
+            let Some(first) = change.first() else {
+                break;
+            };
+            let mut payload = Vec::with_capacity(payload_hint);
+            match self.format {
+                ChangelogFormat::Debezium => {
+                    self.write_debezium(&mut encoders, &change, bucket, now_ms, &mut payload)?
+                }
+                ChangelogFormat::Flat => self.write_flat(&mut encoders, &change, &mut payload)?,
+            }
+            payload_hint = payload.len() + 32;
+            batch.push(ProducedMessage {
+                id: Some(message_id(
+                    self.table_id,
+                    bucket.key.partition,
+                    bucket.key.bucket,
+                    first.offset(),
+                )),
+                checksum: None,
+                timestamp: None,
+                origin_timestamp: None,
+                headers: Some(headers.row(
+                    bucket.headers,
+                    first.offset(),
+                    first.timestamp(),
+                    Some(change.change_type()),
+                )),
+                payload,
+            });
+            consumed += change.records;
+        }
+        Ok(consumed)
+    }
+
+    fn write_image<'r>(
+        encoders: &mut Encoders<'r>,
+        image: Option<&'r ScanRecord>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        match image {
+            None => out.extend_from_slice(b"null"),
+            Some(record) => {
+                out.push(b'{');
+                encoders.write(record, out)?;
+                out.push(b'}');
+            }
+        }
+        Ok(())
+    }
+
+    fn write_debezium<'r>(
+        &self,
+        encoders: &mut Encoders<'r>,
+        change: &Change<'r>,
+        bucket: &BucketContext<'_>,
+        now_ms: i64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        out.extend_from_slice(br#"{"op":""#);
+        out.extend_from_slice(change.op.code().as_bytes());
+        out.extend_from_slice(br#"","before":"#);
+        Self::write_image(encoders, change.before, out)?;
+        out.extend_from_slice(br#","after":"#);
+        Self::write_image(encoders, change.after, out)?;
+        out.push(b',');
+        out.extend_from_slice(&self.source_prefix);
+        match bucket.partition_name {
+            Some(name) => write_json_string(out, name),
+            None => out.extend_from_slice(b"null"),
+        }
+        let first = change
+            .first()
+            .map_or((0, 0), |r| (r.offset(), r.timestamp()));
+        let _ = write!(
+            out,
+            r#","bucket":{},"offset":{},"ts_ms":{}}},"ts_ms":{now_ms}}}"#,
+            bucket.key.bucket, first.0, first.1
+        );
+        Ok(())
+    }
+
+    fn write_flat<'r>(
+        &self,
+        encoders: &mut Encoders<'r>,
+        change: &Change<'r>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let image = match change.op {
+            Op::Delete => change.before,
+            _ => change.after.or(change.before),
+        };
+        out.push(b'{');
+        if let Some(record) = image {
+            encoders.write(record, out)?;
+            if !self.fields.is_empty() {
+                out.push(b',');
+            }
+        }
+        out.extend_from_slice(br#""__op":""#);
+        out.extend_from_slice(change.op.code().as_bytes());
+        out.extend_from_slice(b"\"}");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, StringArray};
+    use arrow_schema::{DataType as ArrowType, Field, Schema};
+    use fluss::metadata::{DataTypes, RowType};
+    use fluss::row::ColumnarRow;
+
+    use super::*;
+    use crate::message::Headers;
+    use crate::state::BucketKey;
+
+    fn fields() -> Vec<DataField> {
+        vec![
+            DataTypes::field("id", DataTypes::bigint()),
+            DataTypes::field("name", DataTypes::string()),
+        ]
+    }
+
+    /// Records over one Arrow batch of `(id, name)` rows with the given change types,
+    /// offsets starting at 10 and commit timestamp 1000 + offset.
+    fn records(rows: &[(i64, &str, ChangeType)]) -> Vec<ScanRecord> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", ArrowType::Int64, false),
+            Field::new("name", ArrowType::Utf8, true),
+        ]));
+        let batch = Arc::new(
+            RecordBatch::try_new(
+                schema,
+                vec![
+                    Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+                ],
+            )
+            .unwrap(),
+        );
+        let row_type = Arc::new(RowType::new(fields()));
+        rows.iter()
+            .enumerate()
+            .map(|(i, (_, _, change))| {
+                let row = ColumnarRow::new(batch.clone(), row_type.clone(), i, None).unwrap();
+                ScanRecord::new(row, 10 + i as i64, 1000 + i as i64, *change)
+            })
+            .collect()
+    }
+
+    fn encode(format: ChangelogFormat, records: &[ScanRecord]) -> (usize, Vec<String>) {
+        let headers = Headers::new("db.t").unwrap();
+        let bucket_headers = headers.bucket(1, None).unwrap();
+        let context = BucketContext {
+            key: BucketKey::bucket(1),
+            partition_name: None,
+            headers: &bucket_headers,
+        };
+        let mut encoder =
+            ChangeMessages::new(7, "db", "t", fields(), JsonOptions::default(), format);
+        let mut batch = Batch::new(100, 1 << 20);
+        let consumed = encoder
+            .encode(&headers, &context, records, &mut batch)
+            .unwrap();
+        let payloads = batch
+            .into_messages()
+            .into_iter()
+            .map(|m| String::from_utf8(m.payload).unwrap())
+            .collect();
+        (consumed, payloads)
+    }
+
+    /// Replaces the wall-clock `ts_ms` at the end of a Debezium event.
+    fn without_now(event: &str) -> String {
+        let cut = event.rfind(",\"ts_ms\":").unwrap();
+        format!("{}}}", &event[..cut])
+    }
+
+    #[test]
+    fn pairs_become_one_update_and_singles_map_to_their_ops() {
+        use ChangeType::*;
+        let recs = records(&[
+            (1, "a", Insert),
+            (1, "a", UpdateBefore),
+            (1, "b", UpdateAfter),
+            (2, "x", UpdateAfter),
+            (1, "b", Delete),
+        ]);
+        let (consumed, events) = encode(ChangelogFormat::Debezium, &recs);
+        assert_eq!(consumed, 5);
+        let events: Vec<String> = events.iter().map(|e| without_now(e)).collect();
+        assert_eq!(
+            events,
+            [
+                r#"{"op":"c","before":null,"after":{"id":1,"name":"a"},"source":{"connector":"fluss","db":"db","table":"t","partition":null,"bucket":1,"offset":10,"ts_ms":1000}}"#,
+                r#"{"op":"u","before":{"id":1,"name":"a"},"after":{"id":1,"name":"b"},"source":{"connector":"fluss","db":"db","table":"t","partition":null,"bucket":1,"offset":11,"ts_ms":1001}}"#,
+                r#"{"op":"u","before":null,"after":{"id":2,"name":"x"},"source":{"connector":"fluss","db":"db","table":"t","partition":null,"bucket":1,"offset":13,"ts_ms":1003}}"#,
+                r#"{"op":"d","before":{"id":1,"name":"b"},"after":null,"source":{"connector":"fluss","db":"db","table":"t","partition":null,"bucket":1,"offset":14,"ts_ms":1004}}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_trailing_update_before_waits_for_its_pair() {
+        use ChangeType::*;
+        let recs = records(&[(1, "a", Insert), (1, "a", UpdateBefore)]);
+        let (consumed, events) = encode(ChangelogFormat::Flat, &recs);
+        assert_eq!(consumed, 1, "the -U stays pending");
+        assert_eq!(events, [r#"{"id":1,"name":"a","__op":"c"}"#]);
+    }
+
+    #[test]
+    fn flat_events_carry_the_after_image_or_the_deleted_row() {
+        use ChangeType::*;
+        let recs = records(&[
+            (1, "a", UpdateBefore),
+            (1, "b", UpdateAfter),
+            (1, "b", Delete),
+        ]);
+        let (consumed, events) = encode(ChangelogFormat::Flat, &recs);
+        assert_eq!(consumed, 3);
+        assert_eq!(
+            events,
+            [
+                r#"{"id":1,"name":"b","__op":"u"}"#,
+                r#"{"id":1,"name":"b","__op":"d"}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn every_event_is_valid_json_with_a_wall_clock_ts() {
+        use ChangeType::*;
+        let recs = records(&[(1, "q\"uote", Insert)]);
+        let (_, events) = encode(ChangelogFormat::Debezium, &recs);
+        let v: serde_json::Value = serde_json::from_str(&events[0]).unwrap();
+        assert_eq!(v["after"]["name"], "q\"uote");
+        assert!(v["ts_ms"].as_i64().unwrap() > 1_600_000_000_000);
+    }
+}
