@@ -10,7 +10,7 @@ use fluss::error::FlussError;
 use fluss::metadata::{DataField, TableInfo, TablePath};
 use snafu::ResultExt;
 
-use crate::config::{Config, TableType};
+use crate::config::{Config, PayloadFormat, TableType};
 use crate::error::{fault, Error, Fault, FlussSnafu, Result};
 
 /// How long one Fluss request may take before it counts as hung. fluss-rs has no request
@@ -34,8 +34,12 @@ pub fn client_config(config: &Config) -> fluss::config::Config {
     let mut client = fluss::config::Config {
         bootstrap_servers: config.bootstrap_servers.clone(),
         // A batch is assembled from several polls; letting one poll return a whole batch keeps
-        // the number of polls (each a pass over the fetch buffer) low.
-        scanner_log_max_poll_records: config.batch_size.max(500),
+        // the number of polls (each a pass over the fetch buffer) low. An Arrow IPC message
+        // holds many rows, so there a batch needs far more records.
+        scanner_log_max_poll_records: match config.payload_format {
+            PayloadFormat::Json => config.batch_size.max(500),
+            PayloadFormat::ArrowIpc => config.batch_size.saturating_mul(100).clamp(10_000, 100_000),
+        },
         ..fluss::config::Config::default()
     };
     // Never let a TCP connect outlive the open deadline.

@@ -17,7 +17,9 @@ use iggy_connector_sdk::{ConnectorState, ProducedMessages, Source, SourceBatchRe
 use crate::batch::Batch;
 use crate::config::{Config, OutOfRangePolicy, PayloadFormat};
 use crate::connect::{self, Table};
-use crate::encode::{cdc::ChangeMessages, rows::RowMessages, BucketContext, PayloadEncoder};
+use crate::encode::{
+    cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, BucketContext, PayloadEncoder,
+};
 use crate::error::{fault, Error, Fault, Result};
 use crate::message::{BucketHeaders, Headers};
 use crate::scan::partitions::{self, PartitionNames};
@@ -425,14 +427,14 @@ fn bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> Vec<
 }
 
 fn encoder_for(config: &Config, table: &Table) -> Result<PayloadEncoder> {
-    if config.payload_format == PayloadFormat::ArrowIpc {
-        return Err(Error::State {
-            reason:
-                "payload_format = \"arrow_ipc\" is not supported by this build yet; use \"json\""
-                    .into(),
-        });
-    }
-    Ok(if table.primary_key {
+    Ok(if config.payload_format == PayloadFormat::ArrowIpc {
+        PayloadEncoder::Ipc(IpcMessages::new(
+            table.id(),
+            table.primary_key,
+            config.arrow_ipc_compression,
+            config.max_batch_bytes,
+        )?)
+    } else if table.primary_key {
         PayloadEncoder::Changes(ChangeMessages::new(
             table.id(),
             &config.database,

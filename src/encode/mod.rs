@@ -2,6 +2,7 @@
 //! table kind and `payload_format`; each one consumes records of one bucket in offset order.
 
 pub mod cdc;
+pub mod ipc;
 pub mod json;
 pub mod rows;
 
@@ -29,6 +30,8 @@ pub enum PayloadEncoder {
     Rows(rows::RowMessages),
     /// Primary-key table changes as JSON events.
     Changes(cdc::ChangeMessages),
+    /// Runs of rows (or changes) as Arrow IPC streams.
+    Ipc(ipc::IpcMessages),
 }
 
 impl PayloadEncoder {
@@ -36,6 +39,7 @@ impl PayloadEncoder {
     pub fn schema(&self) -> Schema {
         match self {
             PayloadEncoder::Rows(_) | PayloadEncoder::Changes(_) => Schema::Json,
+            PayloadEncoder::Ipc(_) => Schema::Raw,
         }
     }
 
@@ -52,6 +56,7 @@ impl PayloadEncoder {
         match self {
             PayloadEncoder::Rows(rows) => rows.encode(headers, bucket, records, batch),
             PayloadEncoder::Changes(changes) => changes.encode(headers, bucket, records, batch),
+            PayloadEncoder::Ipc(ipc) => ipc.encode(headers, bucket, records, batch),
         }
     }
 }

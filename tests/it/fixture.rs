@@ -76,7 +76,10 @@ pub struct Received {
     pub partition: Option<String>,
     pub change_type: Option<String>,
     pub timestamp: i64,
+    /// The parsed payload for JSON batches (`Null` for raw ones).
     pub payload: Value,
+    /// `fluss_row_count` (Arrow IPC messages).
+    pub row_count: Option<i64>,
     /// The payload bytes as sent (key order is part of the contract; `Value` sorts keys).
     pub raw: Vec<u8>,
 }
@@ -89,7 +92,7 @@ fn header<'a>(
 }
 
 fn decode(batch: &Batch) -> Vec<Received> {
-    assert!(matches!(batch.messages.schema, Schema::Json));
+    let json = matches!(batch.messages.schema, Schema::Json);
     batch
         .messages
         .messages
@@ -108,7 +111,12 @@ fn decode(batch: &Batch) -> Vec<Received> {
                     .unwrap()
                     .as_i64()
                     .unwrap(),
-                payload: serde_json::from_slice(&m.payload).expect("payload is JSON"),
+                payload: if json {
+                    serde_json::from_slice(&m.payload).expect("payload is JSON")
+                } else {
+                    Value::Null
+                },
+                row_count: header(headers, "fluss_row_count").map(|c| c.as_i64().unwrap()),
                 raw: m.payload.clone(),
             }
         })

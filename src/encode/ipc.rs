@@ -1,0 +1,270 @@
+//! Arrow IPC payloads: each message is a self-contained Arrow IPC *stream* (schema, one
+//! record batch, end marker) holding a run of rows from one Fluss record batch, so any Arrow
+//! reader (`arrow_ipc::reader::StreamReader`, `pyarrow.ipc.open_stream`) decodes it alone.
+//!
+//! Rows are zero-copy slices of the fetched batches; a batch larger than `max_batch_bytes` is
+//! split into slices that fit. Primary-key tables gain the leading columns of Fluss'
+//! `$changelog` view: `_change_type`, `_log_offset`, `_commit_timestamp`.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
+use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
+use arrow_ipc::CompressionType;
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use fluss::record::{ChangeType, ScanRecord};
+use fluss::TableId;
+use iggy_connector_sdk::ProducedMessage;
+
+use super::{batch_runs, BucketContext};
+use crate::batch::Batch;
+use crate::config::IpcCompression;
+use crate::error::{Error, Result};
+use crate::message::{message_id, Headers};
+
+/// Encodes runs of rows as Arrow IPC stream messages.
+pub struct IpcMessages {
+    table_id: TableId,
+    changelog: bool,
+    options: IpcWriteOptions,
+    max_bytes: usize,
+    /// The changelog schema, rebuilt only when the table's batch schema changes.
+    changelog_schema: Option<(SchemaRef, SchemaRef)>,
+}
+
+/// `_change_type` values, named like Fluss' `$changelog` view.
+fn change_name(change: ChangeType) -> &'static str {
+    match change {
+        ChangeType::AppendOnly | ChangeType::Insert => "insert",
+        ChangeType::UpdateBefore => "update_before",
+        ChangeType::UpdateAfter => "update_after",
+        ChangeType::Delete => "delete",
+    }
+}
+
+impl IpcMessages {
+    /// An encoder for a log table (`changelog = false`) or a primary-key table.
+    pub fn new(
+        table_id: TableId,
+        changelog: bool,
+        compression: IpcCompression,
+        max_bytes: usize,
+    ) -> Result<Self> {
+        let compression = match compression {
+            IpcCompression::None => None,
+            IpcCompression::Lz4 => Some(CompressionType::LZ4_FRAME),
+            IpcCompression::Zstd => Some(CompressionType::ZSTD),
+        };
+        let options = IpcWriteOptions::default()
+            .try_with_compression(compression)
+            .map_err(|source| Error::Ipc { source })?;
+        Ok(Self {
+            table_id,
+            changelog,
+            options,
+            max_bytes,
+            changelog_schema: None,
+        })
+    }
+
+    /// See [`super::PayloadEncoder::encode`].
+    pub fn encode(
+        &mut self,
+        headers: &Headers,
+        bucket: &BucketContext<'_>,
+        records: &[ScanRecord],
+        batch: &mut Batch,
+    ) -> Result<usize> {
+        let mut consumed = 0;
+        for (start, end, arrow) in batch_runs(records) {
+            let arrow = arrow.ok_or_else(|| Error::State {
+                reason: "fluss-rs returned a record without its Arrow batch".into(),
+            })?;
+            let per_message = rows_per_message(arrow, self.max_bytes);
+            let mut at = start;
+            while at < end {
+                if batch.is_full() {
+                    return Ok(consumed);
+                }
+                let run = contiguous_rows(&records[at..end]).min(per_message);
+                let rows = &records[at..at + run];
+                let first = &rows[0];
+                let slice = arrow.slice(first.row().get_row_id(), run);
+                let slice = if self.changelog {
+                    self.with_changelog_columns(slice, rows)?
+                } else {
+                    slice
+                };
+                let payload = self.write_stream(&slice)?;
+                batch.push(ProducedMessage {
+                    id: Some(message_id(
+                        self.table_id,
+                        bucket.key.partition,
+                        bucket.key.bucket,
+                        first.offset(),
+                    )),
+                    checksum: None,
+                    timestamp: None,
+                    origin_timestamp: None,
+                    headers: Some(headers.ipc(
+                        bucket.headers,
+                        first.offset(),
+                        first.timestamp(),
+                        run,
+                    )),
+                    payload,
+                });
+                at += run;
+                consumed += run;
+            }
+        }
+        Ok(consumed)
+    }
+
+    fn write_stream(&self, batch: &RecordBatch) -> Result<Vec<u8>> {
+        let ipc = |e| Error::Ipc { source: e };
+        let capacity = batch.get_array_memory_size().min(self.max_bytes) + 1024;
+        let mut writer = StreamWriter::try_new_with_options(
+            Vec::with_capacity(capacity),
+            &batch.schema(),
+            self.options.clone(),
+        )
+        .map_err(ipc)?;
+        writer.write(batch).map_err(ipc)?;
+        writer.finish().map_err(ipc)?;
+        writer.into_inner().map_err(ipc)
+    }
+
+    fn with_changelog_columns(
+        &mut self,
+        slice: RecordBatch,
+        rows: &[ScanRecord],
+    ) -> Result<RecordBatch> {
+        let table_schema = slice.schema();
+        let schema = match &self.changelog_schema {
+            Some((table, changelog)) if Arc::ptr_eq(table, &table_schema) => changelog.clone(),
+            _ => {
+                let mut fields = vec![
+                    Arc::new(Field::new("_change_type", DataType::Utf8, false)),
+                    Arc::new(Field::new("_log_offset", DataType::Int64, false)),
+                    Arc::new(Field::new(
+                        "_commit_timestamp",
+                        DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+                        false,
+                    )),
+                ];
+                fields.extend(table_schema.fields().iter().cloned());
+                let changelog = Arc::new(Schema::new(fields));
+                self.changelog_schema = Some((table_schema.clone(), changelog.clone()));
+                changelog
+            }
+        };
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| change_name(*r.change_type())),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|r| r.offset()),
+            )),
+            Arc::new(
+                TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.timestamp()))
+                    .with_timezone("UTC"),
+            ),
+        ];
+        columns.extend(slice.columns().iter().cloned());
+        RecordBatch::try_new(schema, columns).map_err(|source| Error::Ipc { source })
+    }
+}
+
+/// How many leading records point at consecutive rows of their batch (a slice needs that).
+fn contiguous_rows(records: &[ScanRecord]) -> usize {
+    let Some(first) = records.first() else {
+        return 0;
+    };
+    let base = first.row().get_row_id();
+    records
+        .iter()
+        .enumerate()
+        .take_while(|(i, r)| r.row().get_row_id() == base + i)
+        .count()
+}
+
+/// Rows per message so that one message stays near `max_bytes`.
+fn rows_per_message(batch: &RecordBatch, max_bytes: usize) -> usize {
+    let rows = batch.num_rows().max(1);
+    let bytes_per_row = (batch.get_array_memory_size() / rows).max(1);
+    (max_bytes / bytes_per_row).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+    use arrow_ipc::reader::StreamReader;
+
+    fn sample(rows: i64) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+                Arc::new(StringArray::from_iter(
+                    (0..rows).map(|i| (i % 3 != 0).then(|| format!("n{i}"))),
+                )),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn read_back(payload: &[u8]) -> Vec<RecordBatch> {
+        StreamReader::try_new(payload, None)
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_slice_round_trips_through_the_stream_reader_in_every_compression() {
+        let batch = sample(1000);
+        let slice = batch.slice(100, 250);
+        for compression in [
+            IpcCompression::None,
+            IpcCompression::Lz4,
+            IpcCompression::Zstd,
+        ] {
+            let encoder = IpcMessages::new(1, false, compression, 1 << 20).unwrap();
+            let payload = encoder.write_stream(&slice).unwrap();
+            let back = read_back(&payload);
+            assert_eq!(back.len(), 1, "{compression:?}");
+            assert_eq!(back[0], slice, "{compression:?}");
+        }
+    }
+
+    #[test]
+    fn a_slice_writes_only_its_own_rows() {
+        let batch = sample(100_000);
+        let encoder = IpcMessages::new(1, false, IpcCompression::None, 1 << 30).unwrap();
+        let whole = encoder.write_stream(&batch).unwrap().len();
+        let tenth = encoder.write_stream(&batch.slice(0, 10_000)).unwrap().len();
+        assert!(
+            tenth * 5 < whole,
+            "slice {tenth} bytes vs whole {whole} bytes"
+        );
+    }
+
+    #[test]
+    fn rows_per_message_follows_the_byte_cap() {
+        let batch = sample(10_000);
+        let per_row = batch.get_array_memory_size() / 10_000;
+        assert_eq!(rows_per_message(&batch, per_row * 100), 100);
+        assert_eq!(rows_per_message(&batch, 1), 1);
+        assert_eq!(
+            rows_per_message(&batch, usize::MAX / 2),
+            usize::MAX / 2 / per_row
+        );
+        assert!(batch.column(0).len() == 10_000);
+    }
+}

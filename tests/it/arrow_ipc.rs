@@ -1,0 +1,272 @@
+//! `payload_format = "arrow_ipc"`: every payload is a self-contained Arrow IPC stream; the
+//! decoded batches add up to the table, through restarts and Nacks, in Rust and in pyarrow.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_ipc::reader::StreamReader;
+use fluss_testkit::fluss::metadata::TablePath;
+use fluss_testkit::tables::{self, sample_amount, sample_name, sample_row};
+use fluss_testkit::{unique_table, write};
+use serde_json::json;
+
+use crate::fixture::{cluster, config, rt, Answer, Received, Stream};
+
+const IDLE: Duration = Duration::from_secs(10);
+
+fn decode(message: &Received) -> RecordBatch {
+    let mut reader = StreamReader::try_new(message.raw.as_slice(), None).expect("IPC stream");
+    let batch = reader.next().expect("one batch").expect("valid batch");
+    assert!(reader.next().is_none(), "exactly one batch per message");
+    assert_eq!(
+        Some(batch.num_rows() as i64),
+        message.row_count,
+        "fluss_row_count matches the batch"
+    );
+    batch
+}
+
+fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
+    batch
+        .column_by_name(name)
+        .unwrap_or_else(|| panic!("column {name}"))
+        .as_any()
+        .downcast_ref::<T>()
+        .unwrap_or_else(|| panic!("type of {name}"))
+}
+
+fn log_table(prefix: &str, rows: i64) -> TablePath {
+    let path = unique_table(prefix);
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        let admin = conn.get_admin().unwrap();
+        tables::create_log_table(&admin, &path, tables::sample_log_schema(), 3).await;
+        // Several writes make several Fluss record batches per bucket.
+        for chunk in 0..4 {
+            let per = rows / 4;
+            write::append_rows(
+                &conn,
+                &path,
+                (chunk * per..(chunk + 1) * per).map(sample_row),
+            )
+            .await;
+        }
+    });
+    path
+}
+
+#[test]
+fn log_table_batches_add_up_to_the_table_through_restart_and_nacks() {
+    let path = log_table("ipc_log", 20_000);
+    let cfg = config(
+        path.table(),
+        json!({"payload_format": "arrow_ipc", "arrow_ipc_compression": "lz4", "batch_size": 3,
+               "max_batch_bytes": 65536}),
+    );
+    let mut first = Stream::open(&cfg, None).expect("open");
+    first.read(4, IDLE, Answer::NackEvery(2));
+    let mut messages = first.acked.clone();
+    let first_nacks = first.nacked.len();
+    let state = first.close();
+    let mut second = Stream::open(&cfg, state).expect("reopen");
+    let mut rows: usize = messages.iter().map(|m| m.row_count.unwrap() as usize).sum();
+    while rows < 20_000 {
+        let before = second.acked.len();
+        second.read(before + 1, IDLE, Answer::NackEvery(3));
+        assert!(second.acked.len() > before, "stream stalled at {rows} rows");
+        rows += second.acked[before..]
+            .iter()
+            .map(|m| m.row_count.unwrap() as usize)
+            .sum::<usize>();
+    }
+    assert!(
+        first_nacks > 0 && !second.nacked.is_empty(),
+        "batches were nacked"
+    );
+    messages.extend(second.acked.iter().cloned());
+    let mut ids = Vec::new();
+    for m in &messages {
+        let batch = decode(m);
+        assert!(
+            m.raw.len() <= 65536 * 2,
+            "a message stays near max_batch_bytes ({} bytes)",
+            m.raw.len()
+        );
+        let id = column::<Int64Array>(&batch, "id");
+        let name = column::<StringArray>(&batch, "name");
+        let amount = column::<Float64Array>(&batch, "amount");
+        for i in 0..batch.num_rows() {
+            assert_eq!(name.value(i), sample_name(id.value(i)));
+            assert_eq!(amount.value(i), sample_amount(id.value(i)));
+        }
+        // The header offset is the first row's; rows of one message are consecutive.
+        ids.extend(id.values().iter().copied());
+        assert_eq!(m.change_type, None, "no change type on IPC messages");
+    }
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        (0..20_000).collect::<Vec<_>>(),
+        "every row exactly once"
+    );
+}
+
+#[test]
+fn primary_key_changelog_batches_lead_with_change_columns() {
+    let path = unique_table("ipc_pk");
+    let conn = rt().block_on(cluster().connection());
+    let admin = conn.get_admin().unwrap();
+    rt().block_on(async {
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), 2).await;
+        write::upsert_rows(&conn, &path, (0..100).map(sample_row)).await;
+        let mut updated = Vec::new();
+        for id in 0..50 {
+            let mut row = sample_row(id);
+            row.set_field(1, format!("updated-{id}"));
+            updated.push(row);
+        }
+        write::upsert_rows(&conn, &path, updated).await;
+        write::delete_rows(&conn, &path, (90..100).map(sample_row)).await;
+    });
+    let mut s = Stream::open(
+        &config(path.table(), json!({"payload_format": "arrow_ipc"})),
+        None,
+    )
+    .expect("open");
+    s.read(usize::MAX, Duration::from_secs(6), Answer::AckAll);
+    let mut state: BTreeMap<i64, String> = BTreeMap::new();
+    let mut kinds = BTreeMap::new();
+    for m in &s.acked {
+        let batch = decode(m);
+        let names: Vec<&str> = batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "_change_type",
+                "_log_offset",
+                "_commit_timestamp",
+                "id",
+                "name",
+                "amount"
+            ]
+        );
+        let change = column::<StringArray>(&batch, "_change_type");
+        let offset = column::<Int64Array>(&batch, "_log_offset");
+        let id = column::<Int64Array>(&batch, "id");
+        let name = column::<StringArray>(&batch, "name");
+        assert_eq!(
+            offset.value(0),
+            m.offset,
+            "header offset is the first row's"
+        );
+        for i in 0..batch.num_rows() {
+            *kinds.entry(change.value(i).to_owned()).or_insert(0) += 1;
+            match change.value(i) {
+                "insert" | "update_after" => {
+                    state.insert(id.value(i), name.value(i).to_owned());
+                }
+                "delete" => {
+                    state.remove(&id.value(i));
+                }
+                "update_before" => {}
+                other => panic!("unknown change type {other}"),
+            }
+        }
+    }
+    let expected: BTreeMap<i64, String> = (0..90)
+        .map(|id| {
+            let name = if id < 50 {
+                format!("updated-{id}")
+            } else {
+                sample_name(id)
+            };
+            (id, name)
+        })
+        .collect();
+    assert_eq!(state, expected);
+    assert_eq!(kinds.get("insert"), Some(&100));
+    assert_eq!(kinds.get("update_before"), Some(&50));
+    assert_eq!(kinds.get("update_after"), Some(&50));
+    assert_eq!(kinds.get("delete"), Some(&10));
+}
+
+/// pyarrow must be importable; installed from PyPI when it is not.
+fn ensure_pyarrow() {
+    let has = |py: &str| {
+        Command::new(py)
+            .args(["-c", "import pyarrow"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if has("python3") {
+        return;
+    }
+    let status = Command::new("python3")
+        .args(["-m", "pip", "install", "--quiet", "pyarrow"])
+        .status()
+        .expect("python3 runs");
+    assert!(
+        status.success() && has("python3"),
+        "pyarrow could not be installed from PyPI (python3 -m pip install pyarrow)"
+    );
+}
+
+#[test]
+fn pyarrow_reads_every_payload() {
+    ensure_pyarrow();
+    let path = log_table("ipc_pyarrow", 4_000);
+    let mut s = Stream::open(
+        &config(
+            path.table(),
+            json!({"payload_format": "arrow_ipc", "arrow_ipc_compression": "zstd"}),
+        ),
+        None,
+    )
+    .expect("open");
+    let mut rows = 0;
+    while rows < 4_000 {
+        let before = s.acked.len();
+        s.read(before + 1, IDLE, Answer::AckAll);
+        assert!(s.acked.len() > before, "stream stalled at {rows} rows");
+        rows += s.acked[before..]
+            .iter()
+            .map(|m| m.row_count.unwrap())
+            .sum::<i64>();
+    }
+    let dir = std::env::temp_dir().join(format!("ipc-payloads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, m) in s.acked.iter().enumerate() {
+        std::fs::write(dir.join(format!("{i:06}.arrows")), &m.raw).unwrap();
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/read_ipc.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .arg(&dir)
+        .output()
+        .expect("run the pyarrow reader");
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        output.status.success(),
+        "pyarrow failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["messages"], s.acked.len());
+    assert_eq!(report["rows"], 4_000);
+    let mut ids: Vec<i64> = report["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..4_000).collect::<Vec<_>>());
+    assert_eq!(report["schemas"], json!([["id", "name", "amount"]]));
+}
