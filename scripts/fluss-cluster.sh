@@ -352,7 +352,9 @@ start() {
   mkdir -p "$dir"/{pids,ports,log,conf,data,remote,tmp}
   echo "$tablets" >"$dir/tablets"
   # On any failure from here on: show the logs, stop what runs, keep DIR for a look.
-  trap 'rc=$?; if ((rc)); then info "start failed; server logs follow"; log_tail "$dir" >&2; stop "$dir" --keep; fi' EXIT
+  # (A global: the EXIT trap runs after this function's locals are gone.)
+  STARTING_DIR=$dir
+  trap 'rc=$?; if ((rc)); then info "start failed; server logs follow"; log_tail "$STARTING_DIR" >&2; stop "$STARTING_DIR" --keep; fi' EXIT
 
   local name
   for name in zookeeper coordinator $(seq -f 'tablet-%g' 0 $((tablets - 1))); do

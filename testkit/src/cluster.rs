@@ -88,6 +88,21 @@ impl Cluster {
     /// Tokio runtime. Panics with the script output and the server logs if
     /// the cluster does not come up: tests must never skip silently.
     pub fn start(options: ClusterOptions) -> Cluster {
+        // One retry: on a loaded 2-core CI machine a JVM occasionally dies
+        // during start (e.g. a ZooKeeper timeout) although nothing is wrong
+        // with the setup. The first failure is printed, never swallowed.
+        match Self::try_start(&options) {
+            Ok(cluster) => cluster,
+            Err(first) => {
+                eprintln!("fluss-testkit: starting a cluster failed, retrying once:\n{first}");
+                Self::try_start(&options).unwrap_or_else(|second| {
+                    panic!("could not start a Fluss cluster (2 attempts).\nfirst attempt:\n{first}\nsecond attempt:\n{second}")
+                })
+            }
+        }
+    }
+
+    fn try_start(options: &ClusterOptions) -> Result<Cluster, String> {
         let script = script_path();
         let dir = std::env::temp_dir().join(format!(
             "fluss-testkit-{}-{}",
@@ -114,12 +129,12 @@ impl Cluster {
             // The script already stopped what it started and printed the
             // server logs to stderr; drop whatever is left of the directory.
             let _ = run_script(&script, &["stop".to_string(), dir.display().to_string()]);
-            panic!(
+            return Err(format!(
                 "fluss-cluster.sh start failed ({}); run `{} fetch` by hand to check Java/Maven\n{}",
                 output.status,
                 script.display(),
                 describe_output(&output)
-            );
+            ));
         }
         let stdout = String::from_utf8_lossy(&output.stdout);
         let bootstrap = stdout.lines().last().unwrap_or_default().trim().to_string();
@@ -137,12 +152,16 @@ impl Cluster {
                 tablets: options.tablets,
             }),
         };
-        if let Err(reason) = cluster.wait_serving(options.tablets) {
-            let logs = cluster.logs();
-            drop(cluster);
-            panic!("Fluss cluster started but does not serve: {reason}\n{logs}");
+        match cluster.wait_serving(options.tablets) {
+            Ok(()) => Ok(cluster),
+            Err(reason) => {
+                let logs = cluster.logs();
+                drop(cluster);
+                Err(format!(
+                    "Fluss cluster started but does not serve: {reason}\n{logs}"
+                ))
+            }
         }
-        cluster
     }
 
     /// The cluster of this test binary, started on first use and stopped
