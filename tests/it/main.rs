@@ -3,6 +3,7 @@
 //! command turns it on); the cluster is started by `fluss-testkit` on first use.
 #![cfg(feature = "fluss-it")]
 
+mod all_types;
 mod arrow_ipc;
 mod changelog;
 mod fixture;
