@@ -265,3 +265,72 @@ fn partitions_added_while_streaming_are_read_and_dropped_ones_forgotten() {
     let mut again = Stream::open(&config(path.table(), json!({})), Some(state)).unwrap();
     assert_eq!(again.read(1, Duration::from_secs(3), Answer::AckAll), 0);
 }
+
+#[test]
+fn a_column_added_while_streaming_keeps_the_stream_running() {
+    use fluss_testkit::fluss::metadata::{
+        AddColumn, AlterTableChanges, ColumnPositionType, DataTypes, JsonSerde,
+    };
+    use fluss_testkit::fluss::row::GenericRow;
+
+    let path = log_table("evolution", 2, 0..100);
+    let cfg = config(path.table(), json!({}));
+    let mut s = Stream::open(&cfg, None).unwrap();
+    s.read(100, IDLE, Answer::AckAll);
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        let admin = conn.get_admin().unwrap();
+        let note = serde_json::to_vec(&DataTypes::string().serialize_json().unwrap()).unwrap();
+        admin
+            .alter_table(
+                &path,
+                false,
+                AlterTableChanges {
+                    add_columns: vec![AddColumn {
+                        column_name: "note".into(),
+                        data_type_json: note,
+                        comment: None,
+                        position: ColumnPositionType::Last,
+                    }],
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("add column");
+        // A fresh connection sees the new schema and writes four columns.
+        let writer_conn = cluster().connection().await;
+        write::append_rows(
+            &writer_conn,
+            &path,
+            (100..150).map(|id| {
+                let mut row = GenericRow::new(4);
+                row.set_field(0, id);
+                row.set_field(1, sample_name(id));
+                row.set_field(2, sample_amount(id));
+                row.set_field(3, format!("note-{id}"));
+                row
+            }),
+        )
+        .await;
+    });
+    // The running stream keeps the schema it opened with and goes on.
+    s.read(150, IDLE, Answer::AckAll);
+    assert_exactly(&ids(&s.acked), 0..150);
+    assert!(s.acked[100..]
+        .iter()
+        .all(|m| m.payload.as_object().unwrap().len() == 3));
+    let state = s.close();
+    // A restart picks the new column up for rows written after it.
+    let mut again = Stream::open(&config(path.table(), json!({"starting_offset": "earliest"})), None)
+        .unwrap();
+    again.read(150, IDLE, Answer::AckAll);
+    assert_exactly(&ids(&again.acked), 0..150);
+    let with_note: Vec<_> = again
+        .acked
+        .iter()
+        .filter(|m| m.payload.get("note").is_some_and(|n| !n.is_null()))
+        .collect();
+    assert_eq!(with_note.len(), 50, "rows written after the change carry the new column");
+    assert!(again.acked.iter().all(|m| m.payload.as_object().unwrap().len() == 4));
+    assert!(state.is_some());
+}
