@@ -60,17 +60,30 @@ fetch() {
   mkdir -p "$CACHE_DIR"
   local tmp
   tmp=$(mktemp -d "$CACHE_DIR/lib.tmp.XXXXXX")
-  local a
+  # One Maven run for all jars (each run costs a JVM start, ~7 s): a
+  # throw-away pom lists them, copy-dependencies without transitives copies
+  # exactly these; fluss-server is a fat jar (verified below).
+  local a g n v deps=""
   for a in "${ARTIFACTS[@]}"; do
-    info "fetching $a"
-    # dependency:copy takes exactly one artifact and none of its dependencies:
-    # fluss-server is a fat jar (verified below), log4j needs nothing else.
-    if ! mvn -q -B dependency:copy -Dartifact="$a" -DoutputDirectory="$tmp" >"$tmp/mvn.log" 2>&1; then
-      cat "$tmp/mvn.log" >&2
-      rm -rf "$tmp"
-      die "maven could not download $a (see the output above; is Maven Central reachable?)"
-    fi
+    IFS=: read -r g n v <<<"$a"
+    deps+="<dependency><groupId>$g</groupId><artifactId>$n</artifactId><version>$v</version></dependency>"
   done
+  cat >"$tmp/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.iggy-fluss-source</groupId><artifactId>fluss-jars</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>$deps</dependencies>
+</project>
+POM
+  info "fetching ${ARTIFACTS[*]}"
+  if ! mvn -q -B -f "$tmp/pom.xml" dependency:copy-dependencies -DexcludeTransitive=true \
+      -DoutputDirectory="$tmp" >"$tmp/mvn.log" 2>&1; then
+    cat "$tmp/mvn.log" >&2
+    rm -rf "$tmp"
+    die "maven could not download the Fluss jars (see the output above; is Maven Central reachable?)"
+  fi
+  rm -f "$tmp/pom.xml"
   rm -f "$tmp/mvn.log"
   # The fat jar must carry the shaded ZooKeeper, RocksDB and slf4j-api, or the
   # servers fail at start with a ClassNotFoundException much later.
@@ -82,7 +95,7 @@ fetch() {
     "org/apache/fluss/server/tablet/TabletServer.class" \
     "org/rocksdb/RocksDB.class" \
     "org/slf4j/Logger.class"; do
-    grep -qxF "$cls" <<<"$listing" || { rm -rf "$tmp"; die "fluss-server-$FLUSS_VERSION.jar lacks $cls; the jar layout changed, fix ARTIFACTS in $0"; }
+    grep -qxF "$cls" <<<"$listing" || { rm -rf "$tmp"; die "fluss-server-$FLUSS_VERSION.jar lacks $cls; the jar layout changed, fix ARTIFACTS in $SELF"; }
   done
   printf '%s\n' "$want" >"$tmp/.complete"
   rm -rf "$LIB_DIR"

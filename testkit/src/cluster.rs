@@ -103,6 +103,7 @@ impl Cluster {
     }
 
     fn try_start(options: &ClusterOptions) -> Result<Cluster, String> {
+        let started = Instant::now();
         let script = script_path();
         let dir = std::env::temp_dir().join(format!(
             "fluss-testkit-{}-{}",
@@ -153,7 +154,17 @@ impl Cluster {
             }),
         };
         match cluster.wait_serving(options.tablets) {
-            Ok(()) => Ok(cluster),
+            Ok(()) => {
+                // In the test output, so slow CI starts are visible.
+                eprintln!(
+                    "fluss-testkit: cluster at {} ({} tablet server(s){}) serves after {:.1?}",
+                    cluster.bootstrap,
+                    options.tablets,
+                    if options.sasl { ", SASL" } else { "" },
+                    started.elapsed()
+                );
+                Ok(cluster)
+            }
             Err(reason) => {
                 let logs = cluster.logs();
                 drop(cluster);
