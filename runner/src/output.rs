@@ -2,7 +2,8 @@
 //! `{"batch":1,"id":"7","headers":{"n":7,"source":"test"},"schema":"json","payload":{"n":7}}`.
 //! `id` is the u128 as a decimal string (or null); header values are rendered by kind
 //! (strings as strings, numbers as numbers, bools as bools, raw bytes as base64);
-//! a JSON payload is inlined (compacted), any other payload is a base64 string.
+//! a JSON payload is inlined (as sent when it is on one line, else compacted), any other
+//! payload is a base64 string.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -44,9 +45,12 @@ pub fn render_message(batch_id: u64, schema: Schema, message: &ProducedMessage, 
     let inline = (schema == Schema::Json)
         .then(|| serde_json::from_slice::<serde_json::Value>(&message.payload).ok())
         .flatten();
-    match inline {
-        Some(value) => out.push_str(&value.to_string()),
-        None => push_json_string(out, &STANDARD.encode(&message.payload)),
+    match (inline, std::str::from_utf8(&message.payload)) {
+        // Compact valid JSON is copied as it is, so its key order (part of the plugin's
+        // contract) shows; anything with line breaks is re-serialised onto one line.
+        (Some(_), Ok(text)) if !text.contains(['\n', '\r']) => out.push_str(text.trim()),
+        (Some(value), _) => out.push_str(&value.to_string()),
+        (None, _) => push_json_string(out, &STANDARD.encode(&message.payload)),
     }
     out.push_str("}\n");
 }
@@ -114,6 +118,10 @@ mod tests {
                         payload: b"not json".to_vec(),
                         ..ProducedMessage::default()
                     },
+                    ProducedMessage {
+                        payload: b"{\"z\":1,\"a\":2}".to_vec(),
+                        ..ProducedMessage::default()
+                    },
                 ],
                 state: None,
             },
@@ -124,11 +132,16 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines[0],
-            r#"{"batch":3,"id":"340282366920938463463374607431768211455","headers":{"b":true,"f":null,"n":7,"r":"AP8=","s":"a\"b"},"schema":"json","payload":{"n":7}}"#
+            r#"{"batch":3,"id":"340282366920938463463374607431768211455","headers":{"b":true,"f":null,"n":7,"r":"AP8=","s":"a\"b"},"schema":"json","payload":{ "n" : 7 }}"#
         );
         assert_eq!(
             lines[1],
             r#"{"batch":3,"id":null,"headers":{},"schema":"json","payload":"bm90IGpzb24="}"#
+        );
+        assert_eq!(
+            lines[2],
+            r#"{"batch":3,"id":null,"headers":{},"schema":"json","payload":{"z":1,"a":2}}"#,
+            "key order as sent"
         );
     }
 }
