@@ -316,3 +316,71 @@ async fn cluster_serves_again_after_kill_and_coordinator_restart() {
     let records = read_records(&connection, &after, 500, Duration::from_secs(60)).await;
     assert_sample_rows(&records, 500);
 }
+
+/// The primary-key and partition helpers: upsert and delete show up in the
+/// changelog, partitions can be created, written, listed and dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pk_and_partition_helpers_work() {
+    use fluss_testkit::fluss::record::ChangeType;
+    use fluss_testkit::tables::{
+        create_partition, create_partitioned_table, create_pk_table, drop_partition,
+        sample_partitioned_row, sample_partitioned_schema, sample_pk_schema,
+    };
+    use fluss_testkit::write::{delete_rows, upsert_rows};
+
+    let cluster = Cluster::shared();
+    let (connection, admin) = cluster.admin().await;
+
+    let pk = unique_table("pk");
+    create_pk_table(&admin, &pk, sample_pk_schema(), 2).await;
+    upsert_rows(&connection, &pk, (0..10).map(sample_row)).await;
+    delete_rows(&connection, &pk, (0..3).map(sample_row)).await;
+    let records = read_records(&connection, &pk, 13, Duration::from_secs(60)).await;
+    let inserts = records
+        .iter()
+        .filter(|r| *r.record.change_type() == ChangeType::Insert)
+        .count();
+    let deletes = records
+        .iter()
+        .filter(|r| *r.record.change_type() == ChangeType::Delete)
+        .count();
+    assert_eq!(
+        (inserts, deletes),
+        (10, 3),
+        "changelog of {pk}: {records:?}"
+    );
+
+    let partitioned = unique_table("partitioned");
+    let info = create_partitioned_table(
+        &admin,
+        &partitioned,
+        sample_partitioned_schema(false),
+        "region",
+        2,
+    )
+    .await;
+    assert!(info.is_partitioned());
+    let eu = create_partition(&admin, &partitioned, "region", "eu").await;
+    let us = create_partition(&admin, &partitioned, "region", "us").await;
+    assert_ne!(eu.get_partition_id(), us.get_partition_id());
+    append_rows(
+        &connection,
+        &partitioned,
+        (0..20).map(|id| sample_partitioned_row(id, if id % 2 == 0 { "eu" } else { "us" })),
+    )
+    .await;
+    let offsets = admin
+        .list_partition_offsets(&partitioned, "eu", &[0, 1], OffsetSpec::Latest)
+        .await
+        .expect("eu offsets");
+    assert_eq!(offsets.values().sum::<i64>(), 10, "rows in partition eu");
+    drop_partition(&admin, &partitioned, "region", "eu").await;
+    let left: Vec<String> = admin
+        .list_partition_infos(&partitioned)
+        .await
+        .expect("partitions")
+        .iter()
+        .map(|p| p.get_partition_name())
+        .collect();
+    assert_eq!(left, vec!["us".to_string()]);
+}
