@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use fluss_testkit::all_types::{all_types_columns, all_types_row, create_all_types_table, TIMESTAMP_PRECISIONS};
+use fluss_testkit::all_types::{
+    all_types_columns, all_types_row, create_all_types_table, TIMESTAMP_PRECISIONS,
+};
 use fluss_testkit::{unique_table, write};
 use serde_json::{json, Value};
 
@@ -67,7 +69,12 @@ fn expected(name: &str, kind: i64, id: i64) -> Value {
         )),
         "c_decimal_5_2" => json!(pick(kind, "-999.99", "999.99", "12.34")),
         "c_decimal_18_4" => json!(pick(kind, "-99999999999999.9999", "0.0001", "12345.6789")),
-        "c_decimal_38_0" => json!(pick(kind, format!("-{MAX_38}"), MAX_38.to_owned(), "42".into())),
+        "c_decimal_38_0" => json!(pick(
+            kind,
+            format!("-{MAX_38}"),
+            MAX_38.to_owned(),
+            "42".into()
+        )),
         "c_decimal_38_10" => json!(pick(
             kind,
             max38_10.clone(),
@@ -81,7 +88,12 @@ fn expected(name: &str, kind: i64, id: i64) -> Value {
         "c_binary" => json!(pick(kind, "AAAAAA==", "/////w==", "3q2+7w==")),
         "c_array_int" => pick(kind, json!([]), json!([1, null, i32::MAX]), json!([id])),
         "c_array_string" => pick(kind, json!([""]), json!([null, "ü"]), json!(["a", "b"])),
-        "c_array_array_int" => pick(kind, json!([[1, 2], []]), json!([[1, 2], null]), json!([[1, 2], []])),
+        "c_array_array_int" => pick(
+            kind,
+            json!([[1, 2], []]),
+            json!([[1, 2], null]),
+            json!([[1, 2], []]),
+        ),
         "c_array_row" => {
             let second = if kind == 1 {
                 Value::Null
@@ -92,7 +104,12 @@ fn expected(name: &str, kind: i64, id: i64) -> Value {
         }
         "c_array_decimal" => json!([pick(kind, "-99999999.99", "0.01", "123.45"), null]),
         "c_array_ts_9" => json!([instant(kind, 9)]),
-        "c_map_string_int" => pick(kind, json!({}), json!({"a": 1, "b": null}), json!({"k": id})),
+        "c_map_string_int" => pick(
+            kind,
+            json!({}),
+            json!({"a": 1, "b": null}),
+            json!({"k": id}),
+        ),
         "c_map_int_string" => pick(
             kind,
             json!([{"key": i32::MIN, "value": "min"}]),

@@ -321,8 +321,11 @@ fn a_column_added_while_streaming_keeps_the_stream_running() {
         .all(|m| m.payload.as_object().unwrap().len() == 3));
     let state = s.close();
     // A restart picks the new column up for rows written after it.
-    let mut again = Stream::open(&config(path.table(), json!({"starting_offset": "earliest"})), None)
-        .unwrap();
+    let mut again = Stream::open(
+        &config(path.table(), json!({"starting_offset": "earliest"})),
+        None,
+    )
+    .unwrap();
     again.read(150, IDLE, Answer::AckAll);
     assert_exactly(&ids(&again.acked), 0..150);
     let with_note: Vec<_> = again
@@ -330,7 +333,14 @@ fn a_column_added_while_streaming_keeps_the_stream_running() {
         .iter()
         .filter(|m| m.payload.get("note").is_some_and(|n| !n.is_null()))
         .collect();
-    assert_eq!(with_note.len(), 50, "rows written after the change carry the new column");
-    assert!(again.acked.iter().all(|m| m.payload.as_object().unwrap().len() == 4));
+    assert_eq!(
+        with_note.len(),
+        50,
+        "rows written after the change carry the new column"
+    );
+    assert!(again
+        .acked
+        .iter()
+        .all(|m| m.payload.as_object().unwrap().len() == 4));
     assert!(state.is_some());
 }
