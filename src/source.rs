@@ -29,6 +29,12 @@ use crate::telemetry::Telemetry;
 
 /// Pause after a failed client poll before trying again.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
+/// fluss-rs' `poll` returns nothing, without an error, while the servers are down. After this
+/// long without records the source asks the cluster for its offsets, so an outage shows up as
+/// a WARN instead of a silent stall.
+const LIVENESS_INTERVAL: Duration = Duration::from_secs(5);
+/// How long that liveness probe may take.
+const LIVENESS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Records fetched from one bucket but not yet handed over.
 struct Pending {
@@ -49,6 +55,13 @@ pub struct FlussSource {
     encoder: PayloadEncoder,
     pending: VecDeque<Pending>,
     last_discovery: Instant,
+    /// The scanner must be rebuilt at `progress.current()` before it is read again: a rebuild
+    /// (after a fault or a Nack) failed transiently, or the cluster answered again after an
+    /// outage.
+    stale: bool,
+    /// Since when client polls return nothing (`None` while records arrive).
+    idle_since: Option<Instant>,
+    last_liveness: Instant,
     telemetry: Telemetry,
 }
 
@@ -134,6 +147,9 @@ impl Source for FlussSource {
             encoder,
             pending: VecDeque::new(),
             last_discovery: Instant::now(),
+            stale: false,
+            idle_since: None,
+            last_liveness: Instant::now(),
             telemetry,
         })
     }
@@ -152,9 +168,21 @@ impl Source for FlussSource {
             if batch.is_full() || now >= deadline {
                 break;
             }
+            if self.stale {
+                self.rebuild(&positions.clone()).await?;
+                if self.stale {
+                    // Still unreachable: hand over what there is and try again next poll.
+                    tokio::time::sleep(RETRY_PAUSE.min(deadline - now)).await;
+                    break;
+                }
+                continue;
+            }
             match self.scanner.poll(deadline - now).await {
                 Ok(records) => {
-                    if !records.is_empty() {
+                    if records.is_empty() {
+                        self.idle_since.get_or_insert(now);
+                    } else {
+                        self.idle_since = None;
                         self.telemetry.recovered();
                         self.queue(records);
                     }
@@ -269,14 +297,24 @@ impl FlussSource {
     }
 
     /// Handles a failed client poll; `positions` are where the batch being built stands.
+    /// Transient faults (including a failed re-seek) are logged at WARN and retried; only
+    /// `on_offset_out_of_range = "fail"`, refused credentials and unknown faults end the poll
+    /// with an error.
     async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
-        let kind = match &error {
-            Error::Fluss { source, .. } => fault(source),
-            Error::Timeout { .. } => Fault::Retry,
-            _ => Fault::Fatal,
-        };
-        match kind {
-            Fault::OutOfRange => self.reset_out_of_range(positions).await?,
+        match classify(&error) {
+            Fault::OutOfRange => {
+                if let Err(reset) = self.reset_out_of_range(positions).await {
+                    if classify(&reset) != Fault::Retry {
+                        return Err(reset);
+                    }
+                    // The rebuilt scanner hits the same offset again and the reset is retried.
+                    self.telemetry.retrying(
+                        "looking up the log range of an out-of-range bucket failed",
+                        &reset,
+                    );
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+            }
             Fault::Retry => {
                 self.telemetry.retrying("reading from Fluss failed", &error);
                 tokio::time::sleep(RETRY_PAUSE).await;
@@ -284,9 +322,28 @@ impl FlussSource {
             Fault::Auth | Fault::Fatal => return Err(error),
         }
         // After any poll error the scanner's own position is unknown: start over from ours.
+        self.rebuild(&positions.clone()).await
+    }
+
+    /// Replaces the scanner with one positioned at `positions`, dropping fetched records. A
+    /// transient failure (cluster unreachable) is logged, marks the scanner stale and is
+    /// retried on the next read instead of failing the stream.
+    async fn rebuild(&mut self, positions: &Positions) -> Result<()> {
         self.pending.clear();
-        self.scanner = Scanner::build(&self.table, positions).await?;
-        Ok(())
+        match Scanner::build(&self.table, positions).await {
+            Ok(scanner) => {
+                self.scanner = scanner;
+                self.stale = false;
+                Ok(())
+            }
+            Err(error) if classify(&error) == Fault::Retry => {
+                self.stale = true;
+                self.telemetry
+                    .retrying("re-subscribing to the table failed", &error);
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Applies `on_offset_out_of_range` to every bucket whose position left the log.
@@ -326,17 +383,24 @@ impl FlussSource {
         Ok(())
     }
 
-    /// Goes back to the committed positions after a Nack.
+    /// Goes back to the committed positions after a Nack (if Fluss is unreachable, the next
+    /// poll retries the re-seek: the Nack must not stop the stream).
     async fn rewind(&mut self) -> Result<()> {
-        self.pending.clear();
         let committed = self.progress.committed().clone();
-        self.scanner = Scanner::build(&self.table, &committed).await?;
-        Ok(())
+        self.rebuild(&committed).await
     }
 
-    /// Periodic work between batches: partition discovery and the progress line. Failures
-    /// here never stop the stream; they are retried on the next poll.
+    /// Periodic work between batches: partition discovery, the liveness probe and the
+    /// progress line. Failures here never stop the stream; they are retried on the next poll.
     async fn maintain(&mut self) {
+        if self
+            .idle_since
+            .is_some_and(|since| since.elapsed() >= LIVENESS_INTERVAL)
+            && self.last_liveness.elapsed() >= LIVENESS_INTERVAL
+        {
+            self.last_liveness = Instant::now();
+            self.check_liveness().await;
+        }
         let interval = self.config.partition_discovery_interval;
         if self.table.info.is_partitioned()
             && !interval.is_zero()
@@ -354,6 +418,35 @@ impl FlussSource {
                 .unwrap_or_default();
             let current = self.progress.current().clone();
             self.telemetry.progress(&current, &latest);
+        }
+    }
+
+    /// Asks the cluster for the high watermarks while no records arrive. A failure is a WARN
+    /// (fluss-rs itself only retries silently); the first answer after one rebuilds the
+    /// scanner, so reading resumes even if the client's fetch state did not survive the outage.
+    async fn check_liveness(&mut self) {
+        let keys: Vec<BucketKey> = self.progress.current().keys().copied().collect();
+        if keys.is_empty() {
+            return;
+        }
+        let probe = tokio::time::timeout(
+            LIVENESS_TIMEOUT,
+            offsets::list(&self.table, &keys, &self.partitions, OffsetSpec::Latest),
+        )
+        .await
+        .unwrap_or(Err(Error::Timeout {
+            op: "list_offsets",
+            after: LIVENESS_TIMEOUT,
+        }));
+        match probe {
+            Ok(_) if self.telemetry.faulted() => {
+                self.telemetry.recovered();
+                self.stale = true;
+            }
+            Ok(_) => {}
+            Err(error) => self
+                .telemetry
+                .retrying("no records and Fluss does not answer", &error),
         }
     }
 
@@ -405,6 +498,15 @@ impl FlussSource {
         self.scanner.subscribe(&starts).await?;
         self.telemetry.partitions(&added, &dropped);
         Ok(())
+    }
+}
+
+/// What a failed plugin call means for the stream (see [`fault`]).
+fn classify(error: &Error) -> Fault {
+    match error {
+        Error::Fluss { source, .. } => fault(source),
+        Error::Timeout { .. } => Fault::Retry,
+        _ => Fault::Fatal,
     }
 }
 

@@ -137,6 +137,11 @@ impl Telemetry {
         }
     }
 
+    /// Whether a retriable fault is going on (WARNed, not yet recovered).
+    pub fn faulted(&self) -> bool {
+        self.fault.is_some()
+    }
+
     /// Data flows again after a fault.
     pub fn recovered(&mut self) {
         if let Some(streak) = self.fault.take() {
