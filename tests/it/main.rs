@@ -5,7 +5,9 @@
 
 mod all_types;
 mod arrow_ipc;
+mod bad_input;
 mod changelog;
+mod crashes;
 mod fixture;
 mod log_tables;
-mod open_errors;
+mod process;

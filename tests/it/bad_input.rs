@@ -1,0 +1,482 @@
+//! Bad input: `open` refuses what it cannot serve and a runtime that misbehaves cannot break
+//! an instance.
+//!
+//! Every refused open is checked twice: in process (`iggy_source_open` returns non-zero and
+//! logs one ERROR line naming the cause) and through the `fluss-source-runner` binary with a
+//! state file (exit code, exactly one plugin ERROR line on stderr, no panic, the state file's
+//! bytes unchanged, no output).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use fluss_source_runner::{logs, Level};
+use fluss_testkit::fluss::metadata::TablePath;
+use fluss_testkit::{tables, unique_table, Cluster, ClusterOptions};
+use serde_json::{json, Value};
+
+use crate::fixture::{cluster, config, harness, rt, Answer, Stream};
+use crate::process::{connector_file, plugin_errors, run_runner, scratch_dir};
+
+/// Plugin ids for raw `iggy_source_open` calls, far from the harness' counter (which starts
+/// at 1), so they never collide with an instance another test opened.
+static RAW_ID: AtomicU32 = AtomicU32::new(900_000);
+
+/// One input `open` must refuse and a piece of the ERROR line it must give.
+struct Case {
+    what: &'static str,
+    /// The plugin config; `None` = no `[plugin_config]` section (the runtime passes `null`).
+    config: Option<Value>,
+    state: Option<Vec<u8>>,
+    expect: &'static str,
+}
+
+impl Case {
+    fn new(what: &'static str, config: Value, expect: &'static str) -> Self {
+        Self {
+            what,
+            config: Some(config),
+            state: None,
+            expect,
+        }
+    }
+
+    fn with_state(mut self, state: Vec<u8>) -> Self {
+        self.state = Some(state);
+        self
+    }
+}
+
+/// `iggy_source_open` in this process: non-zero, one ERROR line for this id, with `expect`.
+fn refused_in_process(case: &Case) {
+    let id = RAW_ID.fetch_add(1, Ordering::Relaxed);
+    let json = case
+        .config
+        .as_ref()
+        .map_or_else(|| "null".to_owned(), Value::to_string);
+    let code = harness().call_open(id, &json, case.state.as_deref());
+    assert_ne!(code, 0, "{}: open should fail", case.what);
+    let tag = format!("plugin {id}:");
+    let lines: Vec<String> = logs()
+        .into_iter()
+        .filter(|l| l.level == Level::Error && l.message.contains(&tag))
+        .map(|l| l.message)
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{}: want exactly one ERROR line for plugin {id}, got {lines:#?}",
+        case.what
+    );
+    assert!(
+        lines[0].contains(case.expect),
+        "{}: the ERROR line should mention {:?}: {}",
+        case.what,
+        case.expect,
+        lines[0]
+    );
+    // A failed open leaves nothing behind: the id is free again.
+    assert_eq!(
+        harness().call_close(id),
+        -1,
+        "{}: nothing to close after a failed open",
+        case.what
+    );
+}
+
+/// The runner binary with a state file: fails, one plugin ERROR line, state bytes unchanged.
+fn refused_by_runner(case: &Case) {
+    let dir = scratch_dir("bad_input");
+    let connector = connector_file(&dir, case.config.as_ref());
+    let state = dir.join("source.state");
+    if let Some(before) = &case.state {
+        std::fs::write(&state, before).expect("write state file");
+    }
+    let output = dir.join("out.jsonl");
+    let ran = run_runner(&connector, &state, &output, &["--idle-exit", "1s"]);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        !ran.status.success(),
+        "{}: the runner should fail; stderr:\n{stderr}",
+        case.what
+    );
+    assert!(
+        stderr.contains("iggy_source_open returned"),
+        "{}: the runner should report the failed open; stderr:\n{stderr}",
+        case.what
+    );
+    let errors = plugin_errors(&stderr);
+    assert_eq!(
+        errors.len(),
+        1,
+        "{}: want exactly one plugin ERROR line; stderr:\n{stderr}",
+        case.what
+    );
+    assert!(
+        errors[0].contains(case.expect),
+        "{}: the ERROR line should mention {:?}: {}",
+        case.what,
+        case.expect,
+        errors[0]
+    );
+    assert!(
+        !stderr.to_lowercase().contains("panic"),
+        "{}: a panic crossed the boundary; stderr:\n{stderr}",
+        case.what
+    );
+    match &case.state {
+        Some(before) => assert_eq!(
+            &std::fs::read(&state).expect("state file still there"),
+            before,
+            "{}: a failed open must leave the state file untouched",
+            case.what
+        ),
+        None => assert!(
+            !state.exists(),
+            "{}: a failed open must not create a state file",
+            case.what
+        ),
+    }
+    assert!(
+        std::fs::metadata(&output).map_or(true, |m| m.len() == 0),
+        "{}: nothing may be delivered",
+        case.what
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn refused(case: &Case) {
+    refused_in_process(case);
+    refused_by_runner(case);
+}
+
+fn log_table(prefix: &str, rows: i64) -> TablePath {
+    let path = unique_table(prefix);
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        let admin = conn.get_admin().unwrap();
+        tables::create_log_table(&admin, &path, tables::sample_log_schema(), 1).await;
+        if rows > 0 {
+            fluss_testkit::write::append_rows(&conn, &path, (0..rows).map(tables::sample_row))
+                .await;
+        }
+    });
+    path
+}
+
+#[test]
+fn bad_config_and_state_are_refused_at_open() {
+    let started = Instant::now();
+    let path = log_table("bad_input", 10);
+    let table = path.table().to_owned();
+    let pk = unique_table("bad_input_pk");
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        let admin = conn.get_admin().unwrap();
+        tables::create_pk_table(&admin, &pk, tables::sample_pk_schema(), 1).await;
+    });
+    // Valid state of this table, to hand to another one.
+    let mut s = Stream::open(&config(&table, json!({})), None).expect("valid config opens");
+    s.read(10, Duration::from_secs(15), Answer::AckAll);
+    let state = s.close().expect("state after 10 rows");
+    let other = log_table("bad_input_other", 0);
+
+    let cases = [
+        Case::new(
+            "unknown database",
+            json!({"bootstrap_servers": cluster().bootstrap(), "database": "no_such_db", "table": "t"}),
+            "does not exist",
+        )
+        .with_state(state.clone()),
+        Case::new(
+            "unknown table",
+            config("no_such_table", json!({})),
+            "no_such_table does not exist",
+        )
+        .with_state(state.clone()),
+        Case::new(
+            "unknown column",
+            config(&table, json!({"columns": ["id", "nope"]})),
+            "no column \"nope\"",
+        )
+        .with_state(state.clone()),
+        Case::new(
+            "log table read as primary_key",
+            config(&table, json!({"table_type": "primary_key"})),
+            "is a log table but `table_type` is \"primary_key\"",
+        )
+        .with_state(state.clone()),
+        Case::new(
+            "primary-key table read as log",
+            config(pk.table(), json!({"table_type": "log"})),
+            "is a primary_key table but `table_type` is \"log\"",
+        ),
+        Case::new(
+            "malformed duration",
+            config(&table, json!({"poll_interval": "soon"})),
+            "`poll_interval` = \"soon\"",
+        ),
+        Case::new(
+            "malformed starting offset",
+            config(&table, json!({"starting_offset": "yesterday"})),
+            "starting_offset",
+        ),
+        Case::new(
+            "negative starting offset",
+            config(&table, json!({"starting_offset": -5})),
+            "starting_offset",
+        ),
+        Case::new(
+            "unknown enum value",
+            config(&table, json!({"payload_format": "xml"})),
+            "payload_format",
+        ),
+        Case::new(
+            "unknown out-of-range policy",
+            config(&table, json!({"on_offset_out_of_range": "skip"})),
+            "on_offset_out_of_range",
+        ),
+        Case::new(
+            "batch size not a number",
+            config(&table, json!({"batch_size": "many"})),
+            "batch_size",
+        ),
+        Case::new(
+            "unknown key",
+            config(&table, json!({"unknown_key": 1})),
+            "unknown_key",
+        ),
+        Case::new(
+            "missing table key",
+            json!({"bootstrap_servers": cluster().bootstrap(), "database": "d"}),
+            "`table` is required",
+        ),
+        Case {
+            what: "no [plugin_config] (null)",
+            config: None,
+            state: None,
+            expect: "[plugin_config]",
+        },
+        Case::new("empty [plugin_config]", json!({}), "is required"),
+        Case::new("corrupted state", config(&table, json!({})), "saved state")
+            .with_state(b"\xc1garbage, not MessagePack".to_vec()),
+        Case::new("truncated state", config(&table, json!({})), "saved state")
+            .with_state(state[..state.len() / 2].to_vec()),
+        Case::new(
+            "state of another table",
+            config(other.table(), json!({})),
+            "belongs to table",
+        )
+        .with_state(state.clone()),
+    ];
+    for case in &cases {
+        refused(case);
+    }
+    // The same table and state open fine.
+    Stream::open(&config(&table, json!({"table_type": "log"})), Some(state))
+        .expect("valid config and state open");
+    eprintln!(
+        "bad_config_and_state_are_refused_at_open: {} cases in {:?}",
+        cases.len(),
+        started.elapsed()
+    );
+}
+
+#[test]
+fn unreachable_cluster_fails_after_connect_timeout() {
+    let case = Case::new(
+        "unreachable bootstrap",
+        json!({"bootstrap_servers": "127.0.0.1:1", "database": "d", "table": "t", "connect_timeout": "2s"}),
+        "cannot reach the Fluss cluster at 127.0.0.1:1 within 2s",
+    );
+    let started = Instant::now();
+    refused_in_process(&case);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(20),
+        "open gave up after {took:?}; it should keep trying for `connect_timeout` (2s)"
+    );
+    refused_by_runner(&case);
+}
+
+#[test]
+fn refused_credentials_fail_open() {
+    let started = Instant::now();
+    let sasl = Cluster::start(ClusterOptions {
+        sasl: true,
+        ..ClusterOptions::default()
+    });
+    let bootstrap = sasl.sasl_bootstrap().expect("SASL listener").to_owned();
+    let user = sasl.sasl_users()[0].clone();
+    let path = unique_table("bad_sasl");
+    rt().block_on(async {
+        let conn = sasl.connection().await;
+        let admin = conn.get_admin().unwrap();
+        tables::create_log_table(&admin, &path, tables::sample_log_schema(), 1).await;
+    });
+    let base = json!({
+        "bootstrap_servers": bootstrap,
+        "database": path.database(),
+        "table": path.table(),
+        "connect_timeout": "5s",
+    });
+    let with = |extra: Value| {
+        let mut c = base.clone();
+        c.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        c
+    };
+    refused(&Case::new(
+        "wrong SASL password",
+        with(
+            json!({"sasl_mechanism": "PLAIN", "sasl_username": user.username, "sasl_password": "wrong-password"}),
+        ),
+        "sasl_password",
+    ));
+    refused(&Case::new(
+        "SASL listener without credentials",
+        base.clone(),
+        "SASL",
+    ));
+    // The password never shows up in any log line.
+    assert!(
+        logs().iter().all(|l| !l.message.contains("wrong-password")),
+        "a password was logged"
+    );
+    // The right credentials open.
+    let mut s = Stream::open(
+        &with(json!({"sasl_mechanism": "PLAIN", "sasl_username": user.username, "sasl_password": user.password})),
+        None,
+    )
+    .expect("the right credentials open");
+    assert_eq!(s.read(0, Duration::from_millis(10), Answer::AckAll), 0);
+    drop(s);
+    drop(sasl);
+    eprintln!("refused_credentials_fail_open: {:?}", started.elapsed());
+}
+
+/// A runtime that calls with wrong ids, answers the wrong batch, opens an id twice or closes
+/// mid-batch gets a refusal (-1), never a panic, and the instance keeps its data intact.
+#[test]
+fn runtime_misbehaviour_is_refused() {
+    let started = Instant::now();
+    let path = log_table("misbehave", 300);
+    let cfg = config(path.table(), json!({"batch_size": 50}));
+    let h = harness();
+
+    // Unknown ids.
+    let unknown = RAW_ID.fetch_add(1, Ordering::Relaxed);
+    assert_eq!(h.call_handle(unknown), -1, "handle of an unknown id");
+    assert_eq!(
+        h.call_batch_result(unknown, 1, 0),
+        -1,
+        "result for an unknown id"
+    );
+    assert_eq!(h.call_close(unknown), -1, "close of an unknown id");
+
+    let instance = h.open(&cfg.to_string(), None).expect("open");
+    assert_eq!(instance.start(), 0);
+    assert_eq!(instance.start(), -1, "a second handle_v2 is refused");
+
+    // Open twice with the same id: refused, the running instance is unaffected.
+    assert_eq!(
+        h.call_open(instance.id(), &cfg.to_string(), None),
+        -1,
+        "open of an id that is already open"
+    );
+
+    let first = instance
+        .next_batch(Duration::from_secs(15))
+        .expect("first batch");
+    assert_eq!(first.messages.messages.len(), 50);
+    // A result for another batch id, and an invalid result byte for another id, are refused
+    // without touching the pending batch.
+    assert_eq!(instance.result(first.batch_id + 7, 0), -1, "wrong batch id");
+    assert_eq!(instance.result(first.batch_id + 8, 1), -1, "wrong batch id");
+    assert!(
+        instance.next_batch(Duration::from_millis(300)).is_none(),
+        "no second batch while the first awaits its result"
+    );
+    assert_eq!(instance.ack(&first), 0, "the right result is accepted");
+    assert_eq!(
+        instance.ack(&first),
+        -1,
+        "a second result for the same batch"
+    );
+
+    let second = instance
+        .next_batch(Duration::from_secs(15))
+        .expect("second batch");
+    let offsets = |b: &fluss_source_runner::Batch| -> Vec<i64> {
+        b.messages
+            .messages
+            .iter()
+            .map(|m| {
+                m.headers.as_ref().unwrap()
+                    [&iggy_connector_sdk::HeaderKey::new("fluss_offset").unwrap()]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(
+        offsets(&second),
+        (50..100).collect::<Vec<_>>(),
+        "the stream continues right after the acked batch"
+    );
+    // Close while `second` awaits its result: prompt, and nothing is sent afterwards.
+    let late_before = fluss_source_runner::harness::late_sends();
+    let closing = Instant::now();
+    assert_eq!(instance.close(), 0, "close with a batch pending");
+    let took = closing.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "close with a pending batch took {took:?}"
+    );
+    assert_eq!(instance.ack(&second), -1, "a result after close is refused");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        fluss_source_runner::harness::late_sends(),
+        late_before,
+        "the plugin sent a batch after close returned"
+    );
+    drop(instance);
+    assert!(
+        logs()
+            .iter()
+            .all(|l| !l.message.to_lowercase().contains("panic")),
+        "a panic was logged"
+    );
+    eprintln!("runtime_misbehaviour_is_refused: {:?}", started.elapsed());
+}
+
+/// Two instances of the plugin in one process, each reading its own table, do not mix.
+#[test]
+fn two_instances_read_their_own_tables() {
+    let a = log_table("two_a", 2000);
+    let b = log_table("two_b", 0);
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        fluss_testkit::write::append_rows(&conn, &b, (100_000..101_500).map(tables::sample_row))
+            .await;
+    });
+    let read = |path: &TablePath, want: usize| {
+        let mut s =
+            Stream::open(&config(path.table(), json!({"batch_size": 100})), None).expect("open");
+        s.read(want, Duration::from_secs(20), Answer::AckAll);
+        let ids = crate::fixture::ids(&s.acked);
+        crate::fixture::assert_bucket_order(&s.acked);
+        ids
+    };
+    let (ids_a, ids_b) = std::thread::scope(|scope| {
+        let ta = scope.spawn(|| read(&a, 2000));
+        let tb = scope.spawn(|| read(&b, 1500));
+        (ta.join().unwrap(), tb.join().unwrap())
+    });
+    assert_eq!(ids_a, (0..2000).collect::<Vec<_>>(), "table A, in order");
+    assert_eq!(
+        ids_b,
+        (100_000..101_500).collect::<Vec<_>>(),
+        "table B, in order"
+    );
+}
