@@ -1,0 +1,268 @@
+//! End-to-end throughput against a real local Fluss cluster, side by side in one run:
+//! (a) a bare fluss-rs `RecordBatchLogScanner` reading the whole log table (the baseline),
+//! (b) the plugin through the runner's C-ABI harness in JSON mode,
+//! (c) the same in Arrow IPC mode,
+//! (d) a primary-key table's changelog as Debezium JSON.
+//!
+//! Each measurement runs in its own child process (this binary with `--child MODE`) so that its
+//! peak RSS (VmHWM) is its own. Prints rows/s, the ratio to (a) and peak RSS per mode.
+//!
+//! Run: `cargo build --release -p iggy_connector_fluss_source && cargo bench --bench e2e`.
+//! Sizes: `E2E_ROWS` (log table, default 2,000,000) and `E2E_PK_ROWS` (default 500,000).
+//! `FLUSS_BOOTSTRAP` reuses a running cluster instead of starting one.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use fluss::client::{FlussConnection, EARLIEST_OFFSET};
+use fluss::config::Config;
+use fluss::metadata::{TableDescriptor, TablePath};
+use fluss::row::GenericRow;
+use fluss_testkit::fluss;
+use fluss_testkit::{tables, Cluster, ClusterOptions};
+
+const LOAD_BATCH: usize = 20_000;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+async fn load(cluster: &Cluster, rows: usize, pk_rows: usize) -> (TablePath, TablePath) {
+    let conn = FlussConnection::new(cluster.config())
+        .await
+        .expect("connect");
+    let admin = conn.get_admin().expect("admin");
+    let log = tables::unique_table("e2e_log");
+    tables::create_log_table(&admin, &log, common::mixed_schema(), 3).await;
+    let started = Instant::now();
+    let table = conn.get_table(&log).await.expect("table");
+    let writer = table
+        .new_append()
+        .and_then(|a| a.create_writer())
+        .expect("writer");
+    let mut at = 0;
+    while at < rows {
+        let n = LOAD_BATCH.min(rows - at);
+        drop(
+            writer
+                .append_arrow_batch(common::mixed_batch(at as i64, n))
+                .expect("append"),
+        );
+        at += n;
+    }
+    writer.flush().await.expect("flush");
+    eprintln!("e2e: loaded {rows} log rows in {:.1?}", started.elapsed());
+
+    let pk = tables::unique_table("e2e_pk");
+    let descriptor = TableDescriptor::builder()
+        .schema(tables::sample_pk_schema())
+        .distributed_by(Some(3), vec!["id".to_string()])
+        .build()
+        .expect("pk descriptor");
+    tables::create_table(&admin, &pk, &descriptor).await;
+    let started = Instant::now();
+    let table = conn.get_table(&pk).await.expect("pk table");
+    let upsert = table
+        .new_upsert()
+        .and_then(|u| u.create_writer())
+        .expect("upsert writer");
+    for id in 0..pk_rows as i64 {
+        let mut row = GenericRow::new(3);
+        row.set_field(0, id);
+        row.set_field(1, tables::sample_name(id));
+        row.set_field(2, tables::sample_amount(id));
+        drop(upsert.upsert(&row).expect("upsert"));
+    }
+    upsert.flush().await.expect("flush");
+    eprintln!(
+        "e2e: loaded {pk_rows} primary-key rows in {:.1?}",
+        started.elapsed()
+    );
+    (log, pk)
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// (a): the bare Arrow batch scanner from earliest until `rows` rows arrived.
+async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
+    let conn = FlussConnection::new(Config {
+        bootstrap_servers: bootstrap.to_owned(),
+        ..Config::default()
+    })
+    .await
+    .expect("connect");
+    let table = conn.get_table(path).await.expect("table");
+    let buckets = table.get_table_info().get_num_buckets();
+    let scanner = table
+        .new_scan()
+        .create_record_batch_log_scanner()
+        .expect("scanner");
+    let offsets: HashMap<i32, i64> = (0..buckets).map(|b| (b, EARLIEST_OFFSET)).collect();
+    scanner
+        .subscribe_buckets(&offsets)
+        .await
+        .expect("subscribe");
+    let mut seen = 0;
+    while seen < rows {
+        for batch in scanner
+            .poll(Duration::from_millis(500))
+            .await
+            .expect("poll")
+        {
+            seen += batch.num_records();
+        }
+    }
+    seen
+}
+
+/// (b)-(d): the plugin library over the C ABI, acking every batch, until `rows` rows (or
+/// changes) arrived.
+fn through_plugin(config: serde_json::Value, rows: usize, ipc: bool) -> usize {
+    let lib = std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.parent()?
+                .parent()
+                .map(|d| d.join("libiggy_connector_fluss_source.so"))
+        })
+        .expect("plugin path");
+    let harness = fluss_source_runner::Harness::load(&lib).expect("load plugin");
+    let instance = harness.open(&config.to_string(), None).expect("open");
+    assert_eq!(instance.start(), 0);
+    let mut seen = 0usize;
+    while seen < rows {
+        let Some(batch) = instance.next_batch(Duration::from_secs(60)) else {
+            panic!("no batch for 60 s after {seen} rows");
+        };
+        for m in &batch.messages.messages {
+            seen += if ipc {
+                m.headers
+                    .as_ref()
+                    .and_then(|h| {
+                        h.iter()
+                            .find(|(k, _)| k.as_str().is_ok_and(|k| k == "fluss_row_count"))
+                            .and_then(|(_, v)| v.as_i64().ok())
+                    })
+                    .unwrap_or(0) as usize
+            } else {
+                1
+            };
+        }
+        assert_eq!(instance.ack(&batch), 0);
+    }
+    instance.close();
+    seen
+}
+
+fn child(args: &[String]) {
+    let mode = args[0].as_str();
+    let bootstrap = &args[1];
+    let table = &args[2];
+    let rows: usize = args[3].parse().expect("rows");
+    let path = TablePath::new(tables::TEST_DATABASE, table.clone());
+    let config = |extra: serde_json::Value| {
+        let mut c = serde_json::json!({
+            "bootstrap_servers": bootstrap,
+            "database": tables::TEST_DATABASE,
+            "table": table,
+            "poll_interval": "100ms",
+        });
+        if let (Some(c), Some(e)) = (c.as_object_mut(), extra.as_object()) {
+            c.extend(e.clone());
+        }
+        c
+    };
+    let started = Instant::now();
+    let seen = match mode {
+        "bare" => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(bare_scanner(bootstrap, &path, rows)),
+        "json" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows, false),
+        "ipc" => through_plugin(
+            config(serde_json::json!({"payload_format": "arrow_ipc", "batch_size": 50})),
+            rows,
+            true,
+        ),
+        "debezium" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows, false),
+        other => panic!("unknown mode {other}"),
+    };
+    let secs = started.elapsed().as_secs_f64();
+    println!("RESULT {mode} {seen} {secs:.3} {}", peak_rss_kib());
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(at) = args.iter().position(|a| a == "--child") {
+        child(&args[at + 1..]);
+        return;
+    }
+    let rows = env_usize("E2E_ROWS", 2_000_000);
+    let pk_rows = env_usize("E2E_PK_ROWS", 500_000);
+    let cluster = match std::env::var("FLUSS_BOOTSTRAP") {
+        Ok(_) => Cluster::shared(),
+        Err(_) => Box::leak(Box::new(Cluster::start(ClusterOptions::default()))),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (log, pk) = rt.block_on(load(cluster, rows, pk_rows));
+    let exe = std::env::current_exe().expect("exe");
+    let mut results = Vec::new();
+    for (mode, table, n) in [
+        ("bare", &log, rows),
+        ("json", &log, rows),
+        ("ipc", &log, rows),
+        ("debezium", &pk, pk_rows),
+    ] {
+        let out = Command::new(&exe)
+            .args([
+                "--child",
+                mode,
+                cluster.bootstrap(),
+                table.table(),
+                &n.to_string(),
+            ])
+            .output()
+            .expect("child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("RESULT"))
+            .unwrap_or_else(|| panic!("{mode} failed: {}", String::from_utf8_lossy(&out.stderr)));
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let seen: f64 = f[2].parse().expect("rows");
+        let secs: f64 = f[3].parse().expect("secs");
+        let rss: f64 = f[4].parse().expect("rss");
+        results.push((mode, seen, secs, rss));
+    }
+    let bare_rate = results[0].1 / results[0].2;
+    println!("\nmode       rows        seconds  rows/s      vs bare  peak RSS");
+    for (mode, seen, secs, rss) in &results {
+        let rate = seen / secs;
+        println!(
+            "{mode:<10} {seen:<11} {secs:<8.2} {rate:<11.0} {:<8.2} {:.1} MiB",
+            rate / bare_rate,
+            rss / 1024.0
+        );
+    }
+    println!("(debezium reads the primary-key table; its ratio compares rates across tables)");
+}

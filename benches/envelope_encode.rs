@@ -1,0 +1,120 @@
+//! The change-event (Debezium, flat) and Arrow IPC encoders on the same in-memory records:
+//! 100,000 records over the 10-column mixed batch, as the scanner hands them over (records
+//! sharing one Arrow batch). Inputs are built outside the timed loop.
+//!
+//! Run: `cargo bench --bench envelope_encode`.
+
+mod common;
+
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use fluss_testkit::fluss::metadata::RowType;
+use fluss_testkit::fluss::record::{ChangeType, ScanRecord};
+use fluss_testkit::fluss::row::ColumnarRow;
+use iggy_connector_fluss_source::batch::Batch;
+use iggy_connector_fluss_source::config::{ChangelogFormat, IpcCompression};
+use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
+use iggy_connector_fluss_source::encode::ipc::IpcMessages;
+use iggy_connector_fluss_source::encode::json::JsonOptions;
+use iggy_connector_fluss_source::encode::BucketContext;
+use iggy_connector_fluss_source::message::Headers;
+use iggy_connector_fluss_source::state::BucketKey;
+
+const ROWS: usize = 100_000;
+
+/// Records over one batch; `changes` cycles `+I, -U, +U, -D` (else every record is `+A`).
+fn records(changes: bool) -> Vec<ScanRecord> {
+    let batch = Arc::new(common::mixed_batch(0, ROWS));
+    let row_type = Arc::new(RowType::new(common::mixed_fields()));
+    let first = ColumnarRow::new(batch, row_type, 0, None).expect("row");
+    let cycle = [
+        ChangeType::Insert,
+        ChangeType::UpdateBefore,
+        ChangeType::UpdateAfter,
+        ChangeType::Delete,
+    ];
+    (0..ROWS)
+        .map(|i| {
+            let mut row = first.clone();
+            row.set_row_id(i);
+            let change = if changes {
+                cycle[i % 4]
+            } else {
+                ChangeType::AppendOnly
+            };
+            ScanRecord::new(row, i as i64, 1_700_000_000_000, change)
+        })
+        .collect()
+}
+
+fn changelog(c: &mut Criterion) {
+    let records = records(true);
+    let headers = Headers::new("bench.t").expect("headers");
+    let bucket_headers = headers.bucket(0, None).expect("bucket headers");
+    let context = BucketContext {
+        key: BucketKey::bucket(0),
+        partition_name: None,
+        headers: &bucket_headers,
+    };
+    let mut group = c.benchmark_group("changelog");
+    group.throughput(Throughput::Elements(ROWS as u64));
+    for (name, format) in [
+        ("debezium", ChangelogFormat::Debezium),
+        ("flat", ChangelogFormat::Flat),
+    ] {
+        let mut encoder = ChangeMessages::new(
+            1,
+            "bench",
+            "t",
+            common::mixed_fields(),
+            JsonOptions::default(),
+            format,
+        );
+        group.bench_function(BenchmarkId::new("encode", name), |b| {
+            b.iter(|| {
+                let mut batch = Batch::new(ROWS, usize::MAX);
+                let consumed = encoder
+                    .encode(&headers, &context, &records, &mut batch)
+                    .expect("encode");
+                assert_eq!(consumed, ROWS);
+                batch
+            })
+        });
+    }
+    group.finish();
+}
+
+fn ipc(c: &mut Criterion) {
+    let records = records(false);
+    let headers = Headers::new("bench.t").expect("headers");
+    let bucket_headers = headers.bucket(0, None).expect("bucket headers");
+    let context = BucketContext {
+        key: BucketKey::bucket(0),
+        partition_name: None,
+        headers: &bucket_headers,
+    };
+    let mut group = c.benchmark_group("ipc");
+    group.throughput(Throughput::Elements(ROWS as u64));
+    for (name, compression) in [
+        ("none", IpcCompression::None),
+        ("lz4", IpcCompression::Lz4),
+        ("zstd", IpcCompression::Zstd),
+    ] {
+        let mut encoder = IpcMessages::new(1, false, compression, 8 << 20).expect("encoder");
+        group.bench_function(BenchmarkId::new("encode", name), |b| {
+            b.iter(|| {
+                let mut batch = Batch::new(1000, usize::MAX);
+                let consumed = encoder
+                    .encode(&headers, &context, &records, &mut batch)
+                    .expect("encode");
+                assert_eq!(consumed, ROWS);
+                batch
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, changelog, ipc);
+criterion_main!(benches);
