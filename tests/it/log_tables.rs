@@ -344,3 +344,43 @@ fn a_column_added_while_streaming_keeps_the_stream_running() {
         .all(|m| m.payload.as_object().unwrap().len() == 4));
     assert!(state.is_some());
 }
+
+#[test]
+fn open_batch_and_close_lines_are_logged() {
+    use fluss_source_runner::{logs, Level};
+    let path = log_table("logging", 2, 0..20);
+    let mut s = Stream::open(
+        &config(path.table(), json!({"verbose_logging": true})),
+        None,
+    )
+    .unwrap();
+    s.read(20, IDLE, Answer::AckAll);
+    s.close();
+    let table = format!("{}.{}", path.database(), path.table());
+    let mine: Vec<_> = logs()
+        .into_iter()
+        .filter(|l| l.message.contains(&table))
+        .collect();
+    let opened: Vec<_> = mine
+        .iter()
+        .filter(|l| l.message.contains("opened log table"))
+        .collect();
+    assert_eq!(opened.len(), 1, "one open line: {mine:?}");
+    assert_eq!(opened[0].level, Level::Info);
+    assert!(
+        opened[0].message.contains("2 buckets")
+            && opened[0].message.contains("bucket 0@0")
+            && opened[0].message.contains("bucket 1@0"),
+        "{}",
+        opened[0].message
+    );
+    assert!(
+        mine.iter()
+            .any(|l| l.level == Level::Info && l.message.contains("batch handed over messages=")),
+        "verbose_logging puts batch lines at INFO: {mine:?}"
+    );
+    assert!(mine
+        .iter()
+        .any(|l| l.message.contains("closed after 20 messages")));
+    assert!(mine.iter().all(|l| l.level != Level::Error));
+}
