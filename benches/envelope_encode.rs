@@ -48,8 +48,8 @@ fn records(changes: bool) -> Vec<ScanRecord> {
         .collect()
 }
 
-fn changelog(c: &mut Criterion) {
-    let records = records(true);
+/// Runs `f` with the headers and bucket context of bucket 0 of `bench.t`.
+fn with_bucket(f: impl FnOnce(&Headers, &BucketContext<'_>)) {
     let headers = Headers::new("bench.t").expect("headers");
     let bucket_headers = headers.bucket(0, None).expect("bucket headers");
     let context = BucketContext {
@@ -57,6 +57,15 @@ fn changelog(c: &mut Criterion) {
         partition_name: None,
         headers: &bucket_headers,
     };
+    f(&headers, &context);
+}
+
+fn changelog(c: &mut Criterion) {
+    with_bucket(|headers, context| changelog_with(c, headers, context));
+}
+
+fn changelog_with(c: &mut Criterion, headers: &Headers, context: &BucketContext<'_>) {
+    let records = records(true);
     let mut group = c.benchmark_group("changelog");
     group.throughput(Throughput::Elements(ROWS as u64));
     for (name, format) in [
@@ -75,7 +84,7 @@ fn changelog(c: &mut Criterion) {
             b.iter(|| {
                 let mut batch = Batch::new(ROWS, usize::MAX);
                 let consumed = encoder
-                    .encode(&headers, &context, &records, &mut batch)
+                    .encode(headers, context, &records, &mut batch)
                     .expect("encode");
                 assert_eq!(consumed, ROWS);
                 batch
@@ -86,14 +95,11 @@ fn changelog(c: &mut Criterion) {
 }
 
 fn ipc(c: &mut Criterion) {
+    with_bucket(|headers, context| ipc_with(c, headers, context));
+}
+
+fn ipc_with(c: &mut Criterion, headers: &Headers, context: &BucketContext<'_>) {
     let records = records(false);
-    let headers = Headers::new("bench.t").expect("headers");
-    let bucket_headers = headers.bucket(0, None).expect("bucket headers");
-    let context = BucketContext {
-        key: BucketKey::bucket(0),
-        partition_name: None,
-        headers: &bucket_headers,
-    };
     let mut group = c.benchmark_group("ipc");
     group.throughput(Throughput::Elements(ROWS as u64));
     for (name, compression) in [
@@ -106,7 +112,7 @@ fn ipc(c: &mut Criterion) {
             b.iter(|| {
                 let mut batch = Batch::new(1000, usize::MAX);
                 let consumed = encoder
-                    .encode(&headers, &context, &records, &mut batch)
+                    .encode(headers, context, &records, &mut batch)
                     .expect("encode");
                 assert_eq!(consumed, ROWS);
                 batch

@@ -12,14 +12,13 @@ use arrow_array::RecordBatch;
 use fluss::metadata::DataField;
 use fluss::record::{ChangeType, ScanRecord};
 use fluss::TableId;
-use iggy_connector_sdk::ProducedMessage;
 
 use super::json::{write_json_string, JsonOptions, RowEncoder};
-use super::BucketContext;
+use super::{arrow_batch, BucketContext};
 use crate::batch::Batch;
 use crate::config::ChangelogFormat;
 use crate::error::{Error, Result};
-use crate::message::{message_id, Headers};
+use crate::message::Headers;
 
 /// The Debezium `op` of a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,12 +119,7 @@ struct Encoders<'r> {
 
 impl<'r> Encoders<'r> {
     fn write(&mut self, record: &'r ScanRecord, out: &mut Vec<u8>) -> Result<()> {
-        let batch = record
-            .row()
-            .get_record_batch()
-            .ok_or_else(|| Error::State {
-                reason: "fluss-rs returned a record without its Arrow batch".into(),
-            })?;
+        let batch = arrow_batch(record.row().get_record_batch())?;
         let ptr: *const RecordBatch = batch;
         let reuse = matches!(&self.current, Some((p, _)) if *p == ptr);
         if !reuse {
@@ -197,24 +191,13 @@ impl ChangeMessages {
                 ChangelogFormat::Flat => self.write_flat(&mut encoders, &change, &mut payload)?,
             }
             payload_hint = payload.len() + 32;
-            batch.push(ProducedMessage {
-                id: Some(message_id(
-                    self.table_id,
-                    bucket.key.partition,
-                    bucket.key.bucket,
-                    first.offset(),
-                )),
-                checksum: None,
-                timestamp: None,
-                origin_timestamp: None,
-                headers: Some(headers.row(
-                    bucket.headers,
-                    first.offset(),
-                    first.timestamp(),
-                    Some(change.change_type()),
-                )),
-                payload,
-            });
+            let headers = headers.row(
+                bucket.headers,
+                first.offset(),
+                first.timestamp(),
+                Some(change.change_type()),
+            );
+            batch.push(bucket.message(self.table_id, first.offset(), headers, payload));
             consumed += change.records;
         }
         Ok(consumed)

@@ -14,13 +14,12 @@ use arrow_ipc::CompressionType;
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use fluss::record::{ChangeType, ScanRecord};
 use fluss::TableId;
-use iggy_connector_sdk::ProducedMessage;
 
-use super::{batch_runs, BucketContext};
+use super::{arrow_batch, batch_runs, BucketContext};
 use crate::batch::Batch;
 use crate::config::IpcCompression;
 use crate::error::{Error, Result};
-use crate::message::{message_id, Headers};
+use crate::message::Headers;
 
 /// Encodes runs of rows as Arrow IPC stream messages.
 pub struct IpcMessages {
@@ -77,9 +76,7 @@ impl IpcMessages {
     ) -> Result<usize> {
         let mut consumed = 0;
         for (start, end, arrow) in batch_runs(records) {
-            let arrow = arrow.ok_or_else(|| Error::State {
-                reason: "fluss-rs returned a record without its Arrow batch".into(),
-            })?;
+            let arrow = arrow_batch(arrow)?;
             let per_message = rows_per_message(arrow, self.max_bytes);
             let mut at = start;
             while at < end {
@@ -96,24 +93,8 @@ impl IpcMessages {
                     slice
                 };
                 let payload = self.write_stream(&slice)?;
-                batch.push(ProducedMessage {
-                    id: Some(message_id(
-                        self.table_id,
-                        bucket.key.partition,
-                        bucket.key.bucket,
-                        first.offset(),
-                    )),
-                    checksum: None,
-                    timestamp: None,
-                    origin_timestamp: None,
-                    headers: Some(headers.ipc(
-                        bucket.headers,
-                        first.offset(),
-                        first.timestamp(),
-                        run,
-                    )),
-                    payload,
-                });
+                let headers = headers.ipc(bucket.headers, first.offset(), first.timestamp(), run);
+                batch.push(bucket.message(self.table_id, first.offset(), headers, payload));
                 at += run;
                 consumed += run;
             }

@@ -6,12 +6,16 @@ pub mod ipc;
 pub mod json;
 pub mod rows;
 
+use std::collections::BTreeMap;
+
+use arrow_array::RecordBatch;
 use fluss::record::ScanRecord;
-use iggy_connector_sdk::Schema;
+use fluss::TableId;
+use iggy_connector_sdk::{HeaderKey, HeaderValue, ProducedMessage, Schema};
 
 use crate::batch::Batch;
-use crate::error::Result;
-use crate::message::{BucketHeaders, Headers};
+use crate::error::{Error, Result};
+use crate::message::{message_id, BucketHeaders, Headers};
 use crate::state::BucketKey;
 
 /// The bucket whose records are being encoded.
@@ -22,6 +26,38 @@ pub struct BucketContext<'a> {
     pub partition_name: Option<&'a str>,
     /// Its precomputed header values.
     pub headers: &'a BucketHeaders,
+}
+
+impl BucketContext<'_> {
+    /// The message for the row (or change, or first row of a run) at `offset`.
+    pub fn message(
+        &self,
+        table_id: TableId,
+        offset: i64,
+        headers: BTreeMap<HeaderKey, HeaderValue>,
+        payload: Vec<u8>,
+    ) -> ProducedMessage {
+        ProducedMessage {
+            id: Some(message_id(
+                table_id,
+                self.key.partition,
+                self.key.bucket,
+                offset,
+            )),
+            checksum: None,
+            timestamp: None,
+            origin_timestamp: None,
+            headers: Some(headers),
+            payload,
+        }
+    }
+}
+
+/// The Arrow batch a scanned record points into; fluss-rs always sets it for scanned rows.
+pub fn arrow_batch(batch: Option<&RecordBatch>) -> Result<&RecordBatch> {
+    batch.ok_or_else(|| Error::State {
+        reason: "fluss-rs returned a record without its Arrow batch".into(),
+    })
 }
 
 /// The payload encoder of a source.
@@ -65,7 +101,7 @@ impl PayloadEncoder {
 /// once per run instead of once per row. Yields `(start, end, batch)`.
 pub fn batch_runs(
     records: &[ScanRecord],
-) -> impl Iterator<Item = (usize, usize, Option<&arrow_array::RecordBatch>)> + '_ {
+) -> impl Iterator<Item = (usize, usize, Option<&RecordBatch>)> + '_ {
     let mut start = 0;
     std::iter::from_fn(move || {
         if start >= records.len() {
@@ -82,7 +118,7 @@ pub fn batch_runs(
     })
 }
 
-fn same_batch(a: Option<&arrow_array::RecordBatch>, b: Option<&arrow_array::RecordBatch>) -> bool {
+fn same_batch(a: Option<&RecordBatch>, b: Option<&RecordBatch>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => std::ptr::eq(a, b),
         _ => false,

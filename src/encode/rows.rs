@@ -4,13 +4,12 @@
 use fluss::metadata::DataField;
 use fluss::record::ScanRecord;
 use fluss::TableId;
-use iggy_connector_sdk::ProducedMessage;
 
 use super::json::{write_json_string, JsonOptions, RowEncoder};
-use super::{batch_runs, BucketContext};
+use super::{arrow_batch, batch_runs, BucketContext};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
-use crate::message::{message_id, Headers};
+use crate::message::Headers;
 
 /// Encodes log-table rows as JSON messages.
 pub struct RowMessages {
@@ -46,10 +45,7 @@ impl RowMessages {
     ) -> Result<usize> {
         let mut consumed = 0;
         for (start, end, arrow) in batch_runs(records) {
-            let arrow = arrow.ok_or_else(|| Error::State {
-                reason: "fluss-rs returned a record without its Arrow batch".into(),
-            })?;
-            let mut rows = RowEncoder::try_new(&self.fields, arrow, self.options)
+            let mut rows = RowEncoder::try_new(&self.fields, arrow_batch(arrow)?, self.options)
                 .map_err(|source| Error::Encode { source })?;
             for record in &records[start..end] {
                 if batch.is_full() {
@@ -62,24 +58,13 @@ impl RowMessages {
                     self.write_metadata(bucket, record, &mut payload);
                 }
                 payload.push(b'}');
-                batch.push(ProducedMessage {
-                    id: Some(message_id(
-                        self.table_id,
-                        bucket.key.partition,
-                        bucket.key.bucket,
-                        record.offset(),
-                    )),
-                    checksum: None,
-                    timestamp: None,
-                    origin_timestamp: None,
-                    headers: Some(headers.row(
-                        bucket.headers,
-                        record.offset(),
-                        record.timestamp(),
-                        Some(*record.change_type()),
-                    )),
-                    payload,
-                });
+                let headers = headers.row(
+                    bucket.headers,
+                    record.offset(),
+                    record.timestamp(),
+                    Some(*record.change_type()),
+                );
+                batch.push(bucket.message(self.table_id, record.offset(), headers, payload));
                 consumed += 1;
             }
         }
