@@ -11,26 +11,11 @@
 //! four digits before year 0 (`-0001-12-31`), i.e. ISO 8601's expanded years, proleptic
 //! Gregorian throughout.
 
+use super::digits::{decimal_len, put_block, two_digits, write_digits, write_i64};
 use super::ValueEncoder;
 
 const SECONDS_PER_DAY: i64 = 86_400;
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
-
-/// `"00"` to `"99"`, so two digits cost one lookup.
-static TWO_DIGITS: [[u8; 2]; 100] = {
-    let mut table = [[0u8; 2]; 100];
-    let mut i = 0;
-    while i < 100 {
-        table[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
-        i += 1;
-    }
-    table
-};
-
-#[inline]
-fn two_digits(v: i64) -> [u8; 2] {
-    TWO_DIGITS[v.rem_euclid(100) as usize]
-}
 
 /// Proleptic Gregorian (year, month, day) of a day count from 1970-01-01: Howard Hinnant's
 /// `civil_from_days`, exact for every day an i64 of seconds can reach.
@@ -47,67 +32,57 @@ pub(super) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
-/// Appends the year as `java.time` prints it (see the module docs).
+/// Stack block a date-time is assembled in before one fixed-size copy into the payload.
+/// Longest text: quote, sign, 12-digit year (i64 seconds reach year ~2.9e11), `-MM-DDT`,
+/// `HH:MM:SS`, `.` and nine digits, `Z"`: 41 bytes.
+const BLOCK: usize = 48;
+
+/// Writes `"` and the date (year as `java.time` prints it, see the module docs) at the start
+/// of `buf`, which must be filled with `'0'` so short years come out zero-padded. Returns
+/// the end.
 #[inline]
-fn write_year(out: &mut Vec<u8>, year: i64) {
-    if (0..=9_999).contains(&year) {
+fn fill_date(buf: &mut [u8; BLOCK], days: i64) -> usize {
+    let (year, month, day) = civil_from_days(days);
+    buf[0] = b'"';
+    let at = if (0..=9_999).contains(&year) {
         let [a, b] = two_digits(year / 100);
         let [c, d] = two_digits(year);
-        out.extend_from_slice(&[a, b, c, d]);
-        return;
-    }
-    out.push(if year < 0 { b'-' } else { b'+' });
-    let abs = year.unsigned_abs();
-    if abs < 10_000 {
-        // Only negative years get here: pad to four digits like `-0001`.
-        let abs = abs as i64;
-        let [a, b] = two_digits(abs / 100);
-        let [c, d] = two_digits(abs);
-        out.extend_from_slice(&[a, b, c, d]);
+        buf[1..5].copy_from_slice(&[a, b, c, d]);
+        5
     } else {
-        out.extend_from_slice(itoa::Buffer::new().format(abs).as_bytes());
-    }
-}
-
-/// Appends `"YYYY-MM-DD` after writing the opening quote (no closing quote).
-#[inline]
-fn write_date(out: &mut Vec<u8>, days: i64) {
-    let (year, month, day) = civil_from_days(days);
-    out.push(b'"');
-    write_year(out, year);
+        buf[1] = if year < 0 { b'-' } else { b'+' };
+        let abs = year.unsigned_abs();
+        // At least four digits: `-0001`; the zeros are already in `buf`.
+        let end = 2 + decimal_len(abs).max(4);
+        write_digits(buf, end, abs);
+        end
+    };
     let [m1, m2] = two_digits(month);
     let [d1, d2] = two_digits(day);
-    out.extend_from_slice(&[b'-', m1, m2, b'-', d1, d2]);
+    buf[at..at + 6].copy_from_slice(&[b'-', m1, m2, b'-', d1, d2]);
+    at + 6
 }
 
-/// `HH:MM:SS[.f…]` plus `suffix` into a stack buffer; `precision` ≤ 9 digits of `nanos`.
+/// Writes `HH:MM:SS` and, if `precision` > 0, `.` and the first `precision` digits of the
+/// nine-digit `nanos` (truncation) at `buf[at..]`, which must hold `'0'`s. Returns the end.
 #[inline]
-fn write_time_of_day(
-    out: &mut Vec<u8>,
+fn fill_time_of_day(
+    buf: &mut [u8; BLOCK],
+    at: usize,
     second_of_day: i64,
     nanos: i64,
     precision: usize,
-    suffix: &[u8],
-) {
-    let mut buf = [0u8; 24];
+) -> usize {
     let [h1, h2] = two_digits(second_of_day / 3_600);
     let [m1, m2] = two_digits(second_of_day / 60 % 60);
     let [s1, s2] = two_digits(second_of_day % 60);
-    buf[..8].copy_from_slice(&[h1, h2, b':', m1, m2, b':', s1, s2]);
-    let mut len = 8;
-    if precision > 0 {
-        buf[8] = b'.';
-        let mut n = nanos;
-        // Nine digits, most significant first; keep the first `precision` (truncation).
-        for i in (9..18).rev() {
-            buf[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
-        len = 9 + precision.min(9);
+    buf[at..at + 8].copy_from_slice(&[h1, h2, b':', m1, m2, b':', s1, s2]);
+    if precision == 0 {
+        return at + 8;
     }
-    let suffix_len = suffix.len().min(buf.len() - len);
-    buf[len..len + suffix_len].copy_from_slice(&suffix[..suffix_len]);
-    out.extend_from_slice(&buf[..len + suffix_len]);
+    buf[at + 8] = b'.';
+    write_digits(buf, at + 18, nanos.unsigned_abs());
+    at + 9 + precision.min(9)
 }
 
 /// DATE (Arrow Date32, days) as `"2026-11-30"`.
@@ -116,8 +91,10 @@ pub(super) struct DateIso<'a>(pub(super) &'a [i32]);
 impl ValueEncoder for DateIso<'_> {
     #[inline]
     fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
-        write_date(out, i64::from(self.0[idx]));
-        out.push(b'"');
+        let mut buf = [b'0'; BLOCK];
+        let end = fill_date(&mut buf, i64::from(self.0[idx]));
+        buf[end] = b'"';
+        put_block(out, &buf, end + 1);
     }
 }
 
@@ -134,8 +111,11 @@ impl<const UPS: i64, N: Into<i64> + Copy> ValueEncoder for TimeIso<'_, UPS, N> {
         // Fluss keeps TIME within one day; anything else wraps rather than print hour 24+.
         let second_of_day = v.div_euclid(UPS).rem_euclid(SECONDS_PER_DAY);
         let nanos = v.rem_euclid(UPS) * (NANOS_PER_SECOND / UPS);
-        out.push(b'"');
-        write_time_of_day(out, second_of_day, nanos, self.precision, b"\"");
+        let mut buf = [b'0'; BLOCK];
+        buf[0] = b'"';
+        let end = fill_time_of_day(&mut buf, 1, second_of_day, nanos, self.precision);
+        buf[end] = b'"';
+        put_block(out, &buf, end + 1);
     }
 }
 
@@ -152,7 +132,7 @@ impl<const UPS: i64, N: Into<i64> + Copy> ValueEncoder for TimeEpochMillis<'_, U
         } else {
             v.div_euclid(UPS / 1_000)
         };
-        out.extend_from_slice(itoa::Buffer::new().format(millis).as_bytes());
+        write_i64(out, millis);
     }
 }
 
@@ -176,8 +156,9 @@ where
 struct TimestampIso<'a, const UPS: i64> {
     values: &'a [i64],
     precision: usize,
-    /// `Z"` for TIMESTAMP_LTZ (an instant, rendered in UTC), `"` otherwise.
-    suffix: &'static [u8],
+    /// `Z"` for TIMESTAMP_LTZ (an instant, rendered in UTC), `"` otherwise: the bytes and
+    /// how many of them to keep.
+    suffix: ([u8; 2], usize),
 }
 
 impl<const UPS: i64> ValueEncoder for TimestampIso<'_, UPS> {
@@ -190,9 +171,13 @@ impl<const UPS: i64> ValueEncoder for TimestampIso<'_, UPS> {
         let days = v.div_euclid(units_per_day);
         let in_day = v.rem_euclid(units_per_day);
         let nanos = (in_day % UPS) * (NANOS_PER_SECOND / UPS);
-        write_date(out, days);
-        out.push(b'T');
-        write_time_of_day(out, in_day / UPS, nanos, self.precision, self.suffix);
+        let mut buf = [b'0'; BLOCK];
+        let date_end = fill_date(&mut buf, days);
+        buf[date_end] = b'T';
+        let end = fill_time_of_day(&mut buf, date_end + 1, in_day / UPS, nanos, self.precision);
+        let (suffix, suffix_len) = self.suffix;
+        buf[end..end + 2].copy_from_slice(&suffix);
+        put_block(out, &buf, end + suffix_len);
     }
 }
 
@@ -205,17 +190,18 @@ impl<const UPS: i64> ValueEncoder for TimestampEpochMicros<'_, UPS> {
     #[inline]
     fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
         let v = self.0[idx];
-        let mut buf = itoa::Buffer::new();
-        let text = if UPS <= 1_000_000 {
+        if UPS <= 1_000_000 {
             let factor = 1_000_000 / UPS;
             match v.checked_mul(factor) {
-                Some(micros) => buf.format(micros),
-                None => buf.format(i128::from(v) * i128::from(factor)),
+                Some(micros) => write_i64(out, micros),
+                None => {
+                    let wide = i128::from(v) * i128::from(factor);
+                    out.extend_from_slice(itoa::Buffer::new().format(wide).as_bytes());
+                }
             }
         } else {
-            buf.format(v.div_euclid(UPS / 1_000_000))
-        };
-        out.extend_from_slice(text.as_bytes());
+            write_i64(out, v.div_euclid(UPS / 1_000_000));
+        }
     }
 }
 
@@ -232,7 +218,7 @@ pub(super) fn timestamp<'a, const UPS: i64>(
     Box::new(TimestampIso::<UPS> {
         values,
         precision,
-        suffix: if utc { b"Z\"" } else { b"\"" },
+        suffix: if utc { (*b"Z\"", 2) } else { (*b"\"\"", 1) },
     })
 }
 
