@@ -17,8 +17,8 @@ static TWO_DIGITS: [[u8; 2]; 100] = {
 
 /// The last two decimal digits of `v`.
 #[inline]
-pub(super) fn two_digits(v: i64) -> [u8; 2] {
-    TWO_DIGITS[v.rem_euclid(100) as usize]
+pub(super) fn two_digits(v: u64) -> [u8; 2] {
+    TWO_DIGITS[(v % 100) as usize]
 }
 
 /// Appends `block[..len]` by copying all of `block` and truncating (see the module docs).
@@ -39,7 +39,15 @@ pub(super) fn decimal_len(v: u64) -> usize {
 #[inline]
 pub(super) fn write_digits(buf: &mut [u8], end: usize, mut v: u64) {
     let mut i = end;
-    while v >= 100 {
+    // Four digits per step halves the chain of dependent divisions (as itoa does).
+    while v >= 10_000 {
+        let rem = (v % 10_000) as usize;
+        v /= 10_000;
+        i -= 4;
+        buf[i..i + 2].copy_from_slice(&TWO_DIGITS[rem / 100]);
+        buf[i + 2..i + 4].copy_from_slice(&TWO_DIGITS[rem % 100]);
+    }
+    if v >= 100 {
         i -= 2;
         buf[i..i + 2].copy_from_slice(&TWO_DIGITS[(v % 100) as usize]);
         v /= 100;

@@ -18,17 +18,22 @@ const SECONDS_PER_DAY: i64 = 86_400;
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
 
 /// Proleptic Gregorian (year, month, day) of a day count from 1970-01-01: Howard Hinnant's
-/// `civil_from_days`, exact for every day an i64 of seconds can reach.
-pub(super) fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
+/// `civil_from_days`, exact for every day an i64 of seconds can reach (|days| < 1.1e14).
+///
+/// Shifting by whole 400-year eras first makes every step unsigned, so the divisions by
+/// constants compile to plain multiplies without sign fix-ups.
+pub(super) fn civil_from_days(days: i64) -> (i64, u64, u64) {
+    const SHIFT_ERAS: i64 = 1_000_000_000;
+    // 719,468 days from 0000-03-01 to 1970-01-01; adding 1e9 eras keeps z positive.
+    let z = (days + 719_468 + SHIFT_ERAS * 146_097) as u64;
+    let era = z / 146_097;
+    let doe = z % 146_097; // [0, 146096]
     let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
     let mp = (5 * doy + 2) / 153; // [0, 11], March-based
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let year = (yoe + era * 400) as i64 - SHIFT_ERAS * 400 + i64::from(month <= 2);
     (year, month, day)
 }
 
@@ -45,6 +50,7 @@ fn fill_date(buf: &mut [u8; BLOCK], days: i64) -> usize {
     let (year, month, day) = civil_from_days(days);
     buf[0] = b'"';
     let at = if (0..=9_999).contains(&year) {
+        let year = year as u64;
         let [a, b] = two_digits(year / 100);
         let [c, d] = two_digits(year);
         buf[1..5].copy_from_slice(&[a, b, c, d]);
@@ -69,8 +75,8 @@ fn fill_date(buf: &mut [u8; BLOCK], days: i64) -> usize {
 fn fill_time_of_day(
     buf: &mut [u8; BLOCK],
     at: usize,
-    second_of_day: i64,
-    nanos: i64,
+    second_of_day: u64,
+    nanos: u64,
     precision: usize,
 ) -> usize {
     let [h1, h2] = two_digits(second_of_day / 3_600);
@@ -81,7 +87,7 @@ fn fill_time_of_day(
         return at + 8;
     }
     buf[at + 8] = b'.';
-    write_digits(buf, at + 18, nanos.unsigned_abs());
+    write_digits(buf, at + 18, nanos);
     at + 9 + precision.min(9)
 }
 
@@ -109,8 +115,8 @@ impl<const UPS: i64, N: Into<i64> + Copy> ValueEncoder for TimeIso<'_, UPS, N> {
     fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
         let v: i64 = self.values[idx].into();
         // Fluss keeps TIME within one day; anything else wraps rather than print hour 24+.
-        let second_of_day = v.div_euclid(UPS).rem_euclid(SECONDS_PER_DAY);
-        let nanos = v.rem_euclid(UPS) * (NANOS_PER_SECOND / UPS);
+        let second_of_day = v.div_euclid(UPS).rem_euclid(SECONDS_PER_DAY) as u64;
+        let nanos = (v.rem_euclid(UPS) * (NANOS_PER_SECOND / UPS)) as u64;
         let mut buf = [b'0'; BLOCK];
         buf[0] = b'"';
         let end = fill_time_of_day(&mut buf, 1, second_of_day, nanos, self.precision);
@@ -169,12 +175,13 @@ impl<const UPS: i64> ValueEncoder for TimestampIso<'_, UPS> {
         // 1969-12-31T23:59:59.999999.
         let units_per_day = UPS * SECONDS_PER_DAY;
         let days = v.div_euclid(units_per_day);
-        let in_day = v.rem_euclid(units_per_day);
-        let nanos = (in_day % UPS) * (NANOS_PER_SECOND / UPS);
+        let in_day = v.rem_euclid(units_per_day) as u64;
+        let ups = UPS as u64;
+        let nanos = (in_day % ups) * (NANOS_PER_SECOND / UPS) as u64;
         let mut buf = [b'0'; BLOCK];
         let date_end = fill_date(&mut buf, days);
         buf[date_end] = b'T';
-        let end = fill_time_of_day(&mut buf, date_end + 1, in_day / UPS, nanos, self.precision);
+        let end = fill_time_of_day(&mut buf, date_end + 1, in_day / ups, nanos, self.precision);
         let (suffix, suffix_len) = self.suffix;
         buf[end..end + 2].copy_from_slice(&suffix);
         put_block(out, &buf, end + suffix_len);
@@ -298,7 +305,7 @@ mod tests {
 
     #[test]
     fn civil_from_days_walks_day_by_day_across_eras() {
-        let days_in = |y: i64, m: i64| match m {
+        let days_in = |y: i64, m: u64| match m {
             2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
             2 => 28,
             4 | 6 | 9 | 11 => 30,
