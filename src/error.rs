@@ -81,13 +81,14 @@ pub enum Error {
 
     /// A saved offset is no longer on the server and `on_offset_out_of_range = "fail"`.
     #[snafu(display(
-        "bucket {bucket} of {table}: offset {offset} is no longer on the server (log starts at {log_start}); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or reset the state file"
+        "{bucket} of {table}: offset {offset} is not on the server (the log holds {log_start}..{log_end}); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the state file to start from `starting_offset`"
     ))]
     OffsetOutOfRange {
         table: String,
         bucket: String,
         offset: i64,
         log_start: i64,
+        log_end: i64,
     },
 
     /// A column could not be encoded.
@@ -130,6 +131,9 @@ pub fn fault(error: &fluss::error::Error) -> Fault {
         return match api {
             FlussError::AuthenticateException | FlussError::AuthorizationException => Fault::Auth,
             FlussError::LogOffsetOutOfRangeException => Fault::OutOfRange,
+            // A server that is still starting answers with an unexpected exception (e.g. a
+            // restarted coordinator: "CoordinatorEventProcessor is not initialized yet").
+            FlussError::UnknownServerError => Fault::Retry,
             _ if error.is_retriable() => Fault::Retry,
             _ => Fault::Fatal,
         };
@@ -181,12 +185,38 @@ mod tests {
     }
 
     #[test]
+    fn a_starting_server_is_retried() {
+        let e = fluss::error::Error::FlussAPIError {
+            api_error: fluss::error::ApiError {
+                code: -1,
+                message: "java.lang.IllegalStateException: CoordinatorEventProcessor is not initialized yet.".into(),
+            },
+        };
+        assert_eq!(fault(&e), Fault::Retry);
+    }
+
+    #[test]
     fn other_unexpected_errors_are_fatal() {
         let e = fluss::error::Error::UnexpectedError {
             message: "something else".into(),
             source: None,
         };
         assert_eq!(fault(&e), Fault::Fatal);
+    }
+
+    #[test]
+    fn out_of_range_message_names_bucket_range_and_fix() {
+        let e = Error::OffsetOutOfRange {
+            table: "fluss.orders".into(),
+            bucket: crate::state::BucketKey::bucket(2).to_string(),
+            offset: 100,
+            log_start: 250,
+            log_end: 900,
+        };
+        assert_eq!(
+            e.to_string(),
+            "bucket 2 of fluss.orders: offset 100 is not on the server (the log holds 250..900); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the state file to start from `starting_offset`"
+        );
     }
 
     #[test]

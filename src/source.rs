@@ -155,7 +155,7 @@ impl Source for FlussSource {
     }
 
     async fn poll(&mut self) -> Result<ProducedMessages> {
-        self.maintain().await;
+        self.maintain().await?;
         let deadline = Instant::now() + self.config.poll_interval;
         let mut batch = Batch::new(self.config.batch_size, self.config.max_batch_bytes);
         let mut positions = self.progress.current().clone();
@@ -360,24 +360,29 @@ impl FlussSource {
             if (*start..=*end).contains(position) {
                 continue;
             }
-            let reason = if *position < *start {
-                "the log was truncated"
-            } else {
-                "the saved offset is past the end of the log"
-            };
+            if self.config.on_offset_out_of_range == OutOfRangePolicy::Fail {
+                return Err(Error::OffsetOutOfRange {
+                    table: self.config.qualified_table(),
+                    bucket: key.to_string(),
+                    offset: *position,
+                    log_start: *start,
+                    log_end: *end,
+                });
+            }
+            if *position > *end {
+                // The log lost its tail (or the state is from the future): every row below
+                // the new end was delivered already, and new rows will reuse the lost
+                // offsets, so both policies continue at the end, skipping nothing.
+                self.telemetry.past_end(*key, *position, *end);
+                *position = *end;
+                continue;
+            }
             let target = match self.config.on_offset_out_of_range {
-                OutOfRangePolicy::Earliest => *start,
                 OutOfRangePolicy::Latest => *end,
-                OutOfRangePolicy::Fail => {
-                    return Err(Error::OffsetOutOfRange {
-                        table: self.config.qualified_table(),
-                        bucket: key.to_string(),
-                        offset: *position,
-                        log_start: *start,
-                    })
-                }
+                OutOfRangePolicy::Earliest | OutOfRangePolicy::Fail => *start,
             };
-            self.telemetry.skipped(*key, *position, target, reason);
+            self.telemetry
+                .skipped(*key, *position, target, "the log was truncated");
             *position = target;
         }
         Ok(())
@@ -391,15 +396,16 @@ impl FlussSource {
     }
 
     /// Periodic work between batches: partition discovery, the liveness probe and the
-    /// progress line. Failures here never stop the stream; they are retried on the next poll.
-    async fn maintain(&mut self) {
+    /// progress line. Failures here never stop the stream (they are retried on the next
+    /// poll), except a position past the log end under `on_offset_out_of_range = "fail"`.
+    async fn maintain(&mut self) -> Result<()> {
         if self
             .idle_since
             .is_some_and(|since| since.elapsed() >= LIVENESS_INTERVAL)
             && self.last_liveness.elapsed() >= LIVENESS_INTERVAL
         {
             self.last_liveness = Instant::now();
-            self.check_liveness().await;
+            self.check_liveness().await?;
         }
         let interval = self.config.partition_discovery_interval;
         if self.table.info.is_partitioned()
@@ -419,15 +425,21 @@ impl FlussSource {
             let current = self.progress.current().clone();
             self.telemetry.progress(&current, &latest);
         }
+        Ok(())
     }
 
     /// Asks the cluster for the high watermarks while no records arrive. A failure is a WARN
     /// (fluss-rs itself only retries silently); the first answer after one rebuilds the
     /// scanner, so reading resumes even if the client's fetch state did not survive the outage.
-    async fn check_liveness(&mut self) {
+    ///
+    /// A position past a high watermark means the log lost its tail (a single-replica tablet
+    /// server killed before its high-watermark checkpoint): the scanner would wait silently
+    /// and later skip the rows written at the reused offsets, so it is handled like any other
+    /// offset out of range.
+    async fn check_liveness(&mut self) -> Result<()> {
         let keys: Vec<BucketKey> = self.progress.current().keys().copied().collect();
         if keys.is_empty() {
-            return;
+            return Ok(());
         }
         let probe = tokio::time::timeout(
             LIVENESS_TIMEOUT,
@@ -438,16 +450,39 @@ impl FlussSource {
             op: "list_offsets",
             after: LIVENESS_TIMEOUT,
         }));
-        match probe {
-            Ok(_) if self.telemetry.faulted() => {
-                self.telemetry.recovered();
-                self.stale = true;
+        let latest = match probe {
+            Ok(latest) => latest,
+            Err(error) => {
+                self.telemetry
+                    .retrying("no records and Fluss does not answer", &error);
+                return Ok(());
             }
-            Ok(_) => {}
-            Err(error) => self
-                .telemetry
-                .retrying("no records and Fluss does not answer", &error),
+        };
+        if self.telemetry.faulted() {
+            self.telemetry.recovered();
+            self.stale = true;
         }
+        let past_end = self
+            .progress
+            .current()
+            .iter()
+            .any(|(key, position)| latest.get(key).is_some_and(|end| position > end));
+        if past_end {
+            let mut positions = self.progress.current().clone();
+            match self.reset_out_of_range(&mut positions).await {
+                Ok(()) => {
+                    for (key, offset) in positions {
+                        self.progress.set_committed(key, offset);
+                    }
+                    self.stale = true;
+                }
+                Err(error) if classify(&error) == Fault::Retry => self
+                    .telemetry
+                    .retrying("looking up the log range of a bucket failed", &error),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
 
     /// Subscribes new partitions from their earliest offset and forgets dropped ones.

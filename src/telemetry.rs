@@ -163,6 +163,14 @@ impl Telemetry {
         );
     }
 
+    /// A position past the end of the log: the server lost offsets that were delivered.
+    pub fn past_end(&self, key: BucketKey, position: i64, end: i64) {
+        tracing::error!(
+            "{}: {key}: offset {position} is past the end of the log ({end}); the server lost offsets {end}..{position}, which were delivered before; continuing at {end}",
+            self.prefix
+        );
+    }
+
     /// Partition changes.
     pub fn partitions(&self, added: &[(i64, String)], dropped: &[(i64, String)]) {
         for (id, name) in added {
