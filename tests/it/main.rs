@@ -8,6 +8,7 @@ mod arrow_ipc;
 mod bad_input;
 mod changelog;
 mod crashes;
+mod faults;
 mod fixture;
 mod log_tables;
 mod process;
