@@ -379,7 +379,14 @@ fn peak_memory_stays_bounded() {
         .unwrap_or(50_000);
     const MAX_BATCH_BYTES: u64 = 4 * 1024 * 1024;
     let path = unique_table("memory");
-    let payload = "x".repeat(1000);
+    // Hex from a generator, not one repeated character: Fluss compresses Arrow batches, and
+    // the point is 1 KiB per row after decompression as well as on the wire.
+    let payload = |id: i64| -> String {
+        let mut rng = Rng(id as u64 ^ 0x9e37_79b9_7f4a_7c15);
+        (0..125)
+            .map(|_| format!("{:08x}", rng.next() as u32))
+            .collect()
+    };
     rt().block_on(async {
         let conn = cluster().connection().await;
         let admin = conn.get_admin().unwrap();
@@ -394,7 +401,7 @@ fn peak_memory_stays_bounded() {
                 (written..end).map(|id| {
                     let mut row = GenericRow::new(3);
                     row.set_field(0, id);
-                    row.set_field(1, payload.clone());
+                    row.set_field(1, payload(id));
                     row.set_field(2, id as f64);
                     row
                 }),
