@@ -57,7 +57,10 @@ async fn load(cluster: &Cluster, rows: usize, pk_rows: usize) -> (TablePath, Tab
         at += n;
     }
     writer.flush().await.expect("flush");
-    eprintln!("e2e: loaded {rows} log rows in {:.1?}", started.elapsed());
+    eprintln!(
+        "e2e: loaded {rows} log rows into {log} in {:.1?}",
+        started.elapsed()
+    );
 
     let pk = tables::unique_table("e2e_pk");
     let descriptor = TableDescriptor::builder()
@@ -131,6 +134,37 @@ async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
     seen
 }
 
+/// The bare record scanner (what the plugin reads with), for locating costs.
+async fn bare_records(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
+    let conn = FlussConnection::new(Config {
+        bootstrap_servers: bootstrap.to_owned(),
+        scanner_log_max_poll_records: std::env::var("E2E_POLL_RECORDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5000),
+        ..Config::default()
+    })
+    .await
+    .expect("connect");
+    let table = conn.get_table(path).await.expect("table");
+    let buckets = table.get_table_info().get_num_buckets();
+    let scanner = table.new_scan().create_log_scanner().expect("scanner");
+    let offsets: HashMap<i32, i64> = (0..buckets).map(|b| (b, EARLIEST_OFFSET)).collect();
+    scanner
+        .subscribe_buckets(&offsets)
+        .await
+        .expect("subscribe");
+    let mut seen = 0;
+    while seen < rows {
+        seen += scanner
+            .poll(Duration::from_millis(500))
+            .await
+            .expect("poll")
+            .count();
+    }
+    seen
+}
+
 /// (b)-(d): the plugin library over the C ABI, acking every batch, until `rows` rows (or
 /// changes) arrived.
 fn through_plugin(config: serde_json::Value, rows: usize, ipc: bool) -> usize {
@@ -195,6 +229,11 @@ fn child(args: &[String]) {
             .build()
             .expect("runtime")
             .block_on(bare_scanner(bootstrap, &path, rows)),
+        "records" => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(bare_records(bootstrap, &path, rows)),
         "json" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows, false),
         "ipc" => through_plugin(
             config(serde_json::json!({"payload_format": "arrow_ipc", "batch_size": 50})),
@@ -229,6 +268,7 @@ fn main() {
     let mut results = Vec::new();
     for (mode, table, n) in [
         ("bare", &log, rows),
+        ("records", &log, rows),
         ("json", &log, rows),
         ("ipc", &log, rows),
         ("debezium", &pk, pk_rows),

@@ -40,6 +40,12 @@ pub fn client_config(config: &Config) -> fluss::config::Config {
             PayloadFormat::Json => config.batch_size.max(500),
             PayloadFormat::ArrowIpc => config.batch_size.saturating_mul(100).clamp(10_000, 100_000),
         },
+        // fluss-rs defaults to 1 MiB per bucket per fetch round; a round trip per MiB leaves the
+        // encoder waiting. Fetch about half a batch's bytes per bucket instead (memory stays
+        // bounded by `max_batch_bytes`).
+        scanner_log_fetch_max_bytes_for_bucket: fetch_bytes_per_bucket(config.max_batch_bytes),
+        scanner_log_fetch_max_bytes: fetch_bytes_per_bucket(config.max_batch_bytes)
+            .saturating_mul(4),
         ..fluss::config::Config::default()
     };
     // Never let a TCP connect outlive the open deadline.
@@ -57,6 +63,12 @@ pub fn client_config(config: &Config) -> fluss::config::Config {
         client.security_sasl_password = sasl.password.expose().to_owned();
     }
     client
+}
+
+/// Bytes fetched per bucket per round: half of `max_batch_bytes`, within 1..=16 MiB.
+fn fetch_bytes_per_bucket(max_batch_bytes: usize) -> i32 {
+    let half = (max_batch_bytes / 2).clamp(1 << 20, 16 << 20);
+    i32::try_from(half).unwrap_or(16 << 20)
 }
 
 /// Connects, retrying until `connect_timeout` while the cluster is unreachable.
@@ -236,4 +248,29 @@ fn project(
         }
     }
     Ok(indexes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fetch_size_follows_max_batch_bytes_within_bounds() {
+        assert_eq!(fetch_bytes_per_bucket(1024), 1 << 20);
+        assert_eq!(fetch_bytes_per_bucket(8 << 20), 4 << 20);
+        assert_eq!(fetch_bytes_per_bucket(usize::MAX), 16 << 20);
+    }
+
+    #[test]
+    fn sasl_credentials_reach_the_client_config() {
+        let config = Config::parse(
+            r#"{"bootstrap_servers":"h:1","database":"d","table":"t","sasl_username":"u","sasl_password":"p"}"#,
+        )
+        .unwrap();
+        let client = client_config(&config);
+        assert_eq!(client.security_protocol, "sasl");
+        assert_eq!(client.security_sasl_username, "u");
+        assert_eq!(client.security_sasl_password, "p");
+        assert_eq!(client.scanner_log_max_poll_records, 1000);
+    }
 }

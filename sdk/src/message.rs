@@ -113,7 +113,11 @@ impl ProducedMessages {
 
     /// Postcard encoding, exactly what the runtime decodes.
     pub fn to_postcard(&self) -> Result<Vec<u8>, Error> {
-        postcard::to_allocvec(self).context(BatchEncodeSnafu)
+        // Sized up front: growing a multi-megabyte buffer by doubling copies it again and again.
+        let estimate = self.messages.iter().fold(16, |total, m| {
+            total + m.payload.len() + 48 + m.headers.as_ref().map_or(0, |h| h.len() * 40)
+        }) + self.state.as_ref().map_or(0, |s| s.0.len() + 8);
+        postcard::to_extend(self, Vec::with_capacity(estimate)).context(BatchEncodeSnafu)
     }
 }
 
@@ -502,14 +506,31 @@ struct Base64Value<'a>(&'a [u8]);
 
 impl Serialize for Base64Value<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut buf = [0_u8; B64_STACK];
-        match STANDARD.encode_slice(self.0, &mut buf) {
-            Ok(len) => {
-                let text = std::str::from_utf8(&buf[..len]).map_err(serde::ser::Error::custom)?;
-                serializer.serialize_str(text)
-            }
-            Err(_) => serializer.serialize_str(&STANDARD.encode(self.0)),
+        // Most values are short (numbers, names): a small buffer avoids zeroing the large one
+        // for every header of every message.
+        if self.0.len() <= INLINE_CAPACITY {
+            let mut buf = [0_u8; B64_SMALL];
+            return encode_into(self.0, &mut buf, serializer);
         }
+        let mut buf = [0_u8; B64_STACK];
+        encode_into(self.0, &mut buf, serializer)
+    }
+}
+
+/// Base64 of an inline value: 4 characters per 3 bytes, padded.
+const B64_SMALL: usize = INLINE_CAPACITY.div_ceil(3) * 4;
+
+fn encode_into<S: Serializer>(
+    bytes: &[u8],
+    buf: &mut [u8],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match STANDARD.encode_slice(bytes, buf) {
+        Ok(len) => {
+            let text = std::str::from_utf8(&buf[..len]).map_err(serde::ser::Error::custom)?;
+            serializer.serialize_str(text)
+        }
+        Err(_) => serializer.serialize_str(&STANDARD.encode(bytes)),
     }
 }
 
@@ -533,6 +554,13 @@ impl<'de> Deserialize<'de> for DecodedValue {
                 f.write_str("a base64 string")
             }
             fn visit_str<E: de::Error>(self, text: &str) -> Result<DecodedValue, E> {
+                if text.len() <= B64_SMALL {
+                    // Decoding may write up to a whole 3-byte group past the value.
+                    let mut buf = [0_u8; B64_SMALL];
+                    if let Ok(len) = B64_LENIENT.decode_slice(text, &mut buf) {
+                        return Ok(DecodedValue(Repr::copy_from(&buf[..len])));
+                    }
+                }
                 let mut buf = [0_u8; B64_STACK];
                 if text.len() <= B64_STACK {
                     if let Ok(len) = B64_LENIENT.decode_slice(text, &mut buf) {
