@@ -318,3 +318,60 @@ fn partitioned_primary_key_table() {
     assert_eq!(replay(&s.acked), expected);
     assert!(s.acked.iter().all(|m| m.partition.is_some()));
 }
+
+/// Merge engines and delete behaviour shape the changelog on the server; the events are
+/// exactly what it holds.
+#[test]
+fn merge_engines_produce_what_the_changelog_holds() {
+    let write_twice_then_delete = |path: &TablePath| {
+        rt().block_on(async {
+            let conn = cluster().connection().await;
+            fluss_testkit::write::upsert_rows(&conn, path, [row(1, "first", 1.0, None)]).await;
+            fluss_testkit::write::upsert_rows(&conn, path, [row(1, "second", 2.0, None)]).await;
+            fluss_testkit::write::upsert_rows(&conn, path, [row(2, "other", 3.0, None)]).await;
+        })
+    };
+    // first_row keeps the first value of a key: the second upsert changes nothing.
+    let (_, path) = pk_table(
+        "cdc_first_row",
+        pk_descriptor(&[("table.merge-engine", "first_row")]),
+    );
+    write_twice_then_delete(&path);
+    let mut s = Stream::open(
+        &config(path.table(), json!({"changelog_format": "flat"})),
+        None,
+    )
+    .expect("open");
+    s.read(usize::MAX, Duration::from_secs(4), Answer::AckAll);
+    let events: Vec<(String, String)> = s
+        .acked
+        .iter()
+        .map(|m| {
+            (
+                m.payload["__op"].as_str().unwrap().to_owned(),
+                m.payload["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("c".to_owned(), "first".to_owned()),
+            ("c".to_owned(), "other".to_owned())
+        ],
+        "first_row: one insert per key, no update"
+    );
+    s.close();
+
+    // The default merge engine reports the update of key 1.
+    let (_, path) = pk_table("cdc_default_engine", pk_descriptor(&[]));
+    write_twice_then_delete(&path);
+    let mut s = Stream::open(&config(path.table(), json!({})), None).expect("open");
+    s.read(usize::MAX, Duration::from_secs(4), Answer::AckAll);
+    let ops: Vec<&str> = s
+        .acked
+        .iter()
+        .map(|m| m.payload["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops.iter().filter(|o| **o == "u").count(), 1, "{ops:?}");
+}
