@@ -6,7 +6,8 @@
 //! Each property runs `PROPTEST_CASES` inputs (default 3,000: 21,000 in all, about 10 s
 //! in a debug build, which is what CI runs). The long run was done once with
 //! `PROPTEST_CASES=150000 cargo test -p iggy_connector_fluss_source --test fuzz`
-//! = 1,050,000 inputs over the seven properties, no panic and no failure.
+//! = 1,050,000 inputs over the seven properties: all passed, no panic, 145 s in a debug
+//! build on 2 cores.
 
 use std::collections::BTreeMap;
 
