@@ -3,16 +3,15 @@
 //! arrives; the only repeats are rows of the batch in flight at a kill; per-bucket order
 //! holds. Also the memory bound of a long stream, measured on the same binary.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use fluss_testkit::fluss::client::FlussConnection;
-use fluss_testkit::fluss::metadata::{DataTypes, Schema, TablePath};
-use fluss_testkit::fluss::row::{DataGetters, GenericRow};
+use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::{tables, unique_table};
 use serde_json::{json, Value};
 
 use crate::fixture::{cluster, config, rt};
+use crate::pk_script::{apply_script, lookup_all, replay, script, script_state};
 use crate::process::{
     assert_run_order, connector_file, count_lines, read_lines, run_runner, scratch_dir,
     spawn_runner, Line,
@@ -200,12 +199,12 @@ fn kill_9_at_random_moments_loses_nothing() {
 
     let pk_started = Instant::now();
     let pk = unique_table("crash_pk");
-    let ops = pk_script(5_000, rng.next());
+    let ops = script(5_000, PK_KEYS, rng.next());
     rt().block_on(async {
         let conn = cluster().connection().await;
         let admin = conn.get_admin().unwrap();
-        tables::create_pk_table(&admin, &pk, pk_schema(), 2).await;
-        apply(&conn, &pk, &ops).await;
+        tables::create_pk_table(&admin, &pk, tables::sample_pk_schema(), 2).await;
+        apply_script(&conn, &pk, &ops, None).await;
     });
     const PK_BATCH: usize = 50;
     let runs = stream_with_kills(
@@ -217,30 +216,10 @@ fn kill_9_at_random_moments_loses_nothing() {
     assert_repeats_bounded("primary-key table", &runs, PK_BATCH);
     // Replaying every delivered change in delivery order (repeats included: a repeated
     // suffix of one bucket's changes is idempotent) must give the table's current content.
-    let mut replayed: BTreeMap<i64, (String, f64)> = BTreeMap::new();
-    let mut changes: HashSet<&str> = HashSet::new();
-    for line in runs.all() {
-        changes.insert(&line.id);
-        let event = &line.payload;
-        match event["op"].as_str().expect("op") {
-            "c" | "u" => {
-                let after = &event["after"];
-                replayed.insert(
-                    after["id"].as_i64().expect("id"),
-                    (
-                        after["name"].as_str().expect("name").to_owned(),
-                        after["amount"].as_f64().expect("amount"),
-                    ),
-                );
-            }
-            "d" => {
-                replayed.remove(&event["before"]["id"].as_i64().expect("id"));
-            }
-            other => panic!("unexpected op {other}"),
-        }
-    }
-    let expected = expected_state(&ops);
-    let looked_up = rt().block_on(lookup_all(&pk));
+    let changes: HashSet<&str> = runs.all().map(|line| line.id.as_str()).collect();
+    let replayed = replay(runs.all().map(|line| &line.payload));
+    let expected = script_state(&ops, "");
+    let looked_up = rt().block_on(lookup_all(&pk, PK_KEYS, &[None]));
     assert_eq!(
         looked_up, expected,
         "the table itself differs from the script; the writer or cluster lost a change"
@@ -259,112 +238,6 @@ fn kill_9_at_random_moments_loses_nothing() {
 }
 
 const PK_KEYS: i64 = 500;
-
-fn pk_schema() -> Schema {
-    Schema::builder()
-        .column("id", DataTypes::bigint())
-        .column("name", DataTypes::string())
-        .column("amount", DataTypes::double())
-        .primary_key(vec!["id"])
-        .expect("primary key")
-        .build()
-        .expect("schema")
-}
-
-#[derive(Debug, Clone)]
-enum Op {
-    Upsert(i64, String, f64),
-    Delete(i64),
-}
-
-/// Inserts, repeated updates and deletes over `PK_KEYS` keys.
-fn pk_script(ops: usize, seed: u64) -> Vec<Op> {
-    let mut rng = Rng(seed);
-    let mut live = HashSet::new();
-    (0..ops)
-        .map(|i| {
-            let id = rng.between(0, PK_KEYS as u64 - 1) as i64;
-            if live.contains(&id) && rng.next() % 4 == 0 {
-                live.remove(&id);
-                Op::Delete(id)
-            } else {
-                live.insert(id);
-                Op::Upsert(id, format!("name-{id}-v{i}"), i as f64)
-            }
-        })
-        .collect()
-}
-
-fn expected_state(ops: &[Op]) -> BTreeMap<i64, (String, f64)> {
-    let mut state = BTreeMap::new();
-    for op in ops {
-        match op {
-            Op::Upsert(id, name, amount) => {
-                state.insert(*id, (name.clone(), *amount));
-            }
-            Op::Delete(id) => {
-                state.remove(id);
-            }
-        }
-    }
-    state
-}
-
-fn pk_row(id: i64, name: &str, amount: f64) -> GenericRow<'static> {
-    let mut row = GenericRow::new(3);
-    row.set_field(0, id);
-    row.set_field(1, name.to_owned());
-    row.set_field(2, amount);
-    row
-}
-
-async fn apply(conn: &FlussConnection, path: &TablePath, ops: &[Op]) {
-    let table = conn.get_table(path).await.expect("get_table");
-    let writer = table
-        .new_upsert()
-        .and_then(|u| u.create_writer())
-        .expect("upsert writer");
-    for op in ops {
-        let queued = match op {
-            Op::Upsert(id, name, amount) => writer.upsert(&pk_row(*id, name, *amount)),
-            Op::Delete(id) => writer.delete(&pk_row(*id, "", 0.0)),
-        };
-        drop(queued.expect("write accepted"));
-    }
-    tokio::time::timeout(Duration::from_secs(120), writer.flush())
-        .await
-        .expect("flush in time")
-        .expect("flush");
-}
-
-async fn lookup_all(path: &TablePath) -> BTreeMap<i64, (String, f64)> {
-    let mut config = cluster().config();
-    config.lookup_batch_timeout_ms = 1;
-    let conn = FlussConnection::new(config)
-        .await
-        .expect("lookup connection");
-    let table = conn.get_table(path).await.expect("get_table");
-    let mut lookuper = table
-        .new_lookup()
-        .and_then(|l| l.create_lookuper())
-        .expect("lookuper");
-    let mut state = BTreeMap::new();
-    for id in 0..PK_KEYS {
-        let mut key = GenericRow::new(1);
-        key.set_field(0, id);
-        let result = lookuper.lookup(&key).await.expect("lookup");
-        if let Some(row) = result.get_single_row().expect("one row") {
-            state.insert(
-                id,
-                (
-                    row.get_string(1).expect("name").to_owned(),
-                    row.get_double(2).expect("amount"),
-                ),
-            );
-        }
-    }
-    state
-}
 
 /// Peak RSS of the runner streaming large rows stays under 64 MiB + 3 × `max_batch_bytes`.
 ///

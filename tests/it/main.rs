@@ -11,4 +11,5 @@ mod crashes;
 mod faults;
 mod fixture;
 mod log_tables;
+mod pk_script;
 mod process;
