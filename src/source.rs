@@ -160,9 +160,10 @@ impl Source for FlussSource {
         let mut batch = Batch::new(self.config.batch_size, self.config.max_batch_bytes);
         let mut positions = self.progress.current().clone();
         let mut encode_time = Duration::ZERO;
+        let mut records = 0;
         loop {
             let started = Instant::now();
-            self.drain(&mut batch, &mut positions)?;
+            records += self.drain(&mut batch, &mut positions)?;
             encode_time += started.elapsed();
             let now = Instant::now();
             if batch.is_full() || now >= deadline {
@@ -202,7 +203,7 @@ impl Source for FlussSource {
         self.progress.stage(positions);
         if !batch.is_empty() {
             self.telemetry
-                .batch(batch.len(), batch.bytes(), encode_time);
+                .batch(batch.len(), records, batch.bytes(), encode_time);
         }
         Ok(ProducedMessages {
             schema: self.encoder.schema(),
@@ -234,7 +235,9 @@ impl Source for FlussSource {
 impl FlussSource {
     /// Moves pending records into `batch` until it is full, advancing `positions`. Buckets
     /// take turns, so one busy bucket cannot starve the others.
-    fn drain(&mut self, batch: &mut Batch, positions: &mut Positions) -> Result<()> {
+    /// Returns how many records were consumed.
+    fn drain(&mut self, batch: &mut Batch, positions: &mut Positions) -> Result<usize> {
+        let mut total = 0;
         for _ in 0..self.pending.len() {
             if batch.is_full() {
                 break;
@@ -263,12 +266,13 @@ impl FlussSource {
             if consumed > 0 {
                 positions.insert(pending.key, records[consumed - 1].offset() + 1);
                 pending.next += consumed;
+                total += consumed;
             }
             if pending.next < pending.records.len() {
                 self.pending.push_back(pending);
             }
         }
-        Ok(())
+        Ok(total)
     }
 
     /// Queues newly polled records behind what is already pending, bucket by bucket.

@@ -16,6 +16,7 @@ const WARN_INTERVAL: Duration = Duration::from_secs(30);
 pub struct Telemetry {
     prefix: String,
     verbose: bool,
+    messages_total: u64,
     rows_total: u64,
     rows_since_progress: u64,
     last_progress: Instant,
@@ -34,6 +35,7 @@ impl Telemetry {
         Self {
             prefix: format!("fluss[{id} {table}]"),
             verbose,
+            messages_total: 0,
             rows_total: 0,
             rows_since_progress: 0,
             last_progress: Instant::now(),
@@ -64,18 +66,21 @@ impl Telemetry {
     }
 
     /// One line per batch handed over, at DEBUG (INFO with `verbose_logging`).
-    pub fn batch(&mut self, messages: usize, bytes: usize, encode: Duration) {
-        self.rows_total += messages as u64;
-        self.rows_since_progress += messages as u64;
+    /// `rows` counts changelog records, so an Arrow IPC message or an update pair counts for
+    /// every row it holds.
+    pub fn batch(&mut self, messages: usize, rows: usize, bytes: usize, encode: Duration) {
+        self.messages_total += messages as u64;
+        self.rows_total += rows as u64;
+        self.rows_since_progress += rows as u64;
         if self.verbose {
             tracing::info!(
-                "{}: batch handed over messages={messages} bytes={bytes} encode_us={}",
+                "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
                 self.prefix,
                 encode.as_micros()
             );
         } else {
             tracing::debug!(
-                "{}: batch handed over messages={messages} bytes={bytes} encode_us={}",
+                "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
                 self.prefix,
                 encode.as_micros()
             );
@@ -101,9 +106,10 @@ impl Telemetry {
             })
             .collect();
         tracing::info!(
-            "{}: progress rows_total={} rows_per_s={rate:.0} lag=[{}]",
+            "{}: progress rows_total={} messages_total={} rows_per_s={rate:.0} lag=[{}]",
             self.prefix,
             self.rows_total,
+            self.messages_total,
             lags.join(", ")
         );
         self.rows_since_progress = 0;
@@ -189,6 +195,11 @@ impl Telemetry {
 
     /// The INFO line at close.
     pub fn closed(&self) {
-        tracing::info!("{}: closed after {} messages", self.prefix, self.rows_total);
+        tracing::info!(
+            "{}: closed after {} messages ({} rows)",
+            self.prefix,
+            self.messages_total,
+            self.rows_total
+        );
     }
 }

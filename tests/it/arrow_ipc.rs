@@ -62,8 +62,8 @@ fn log_table_batches_add_up_to_the_table_through_restart_and_nacks() {
     let path = log_table("ipc_log", 20_000);
     let cfg = config(
         path.table(),
-        json!({"payload_format": "arrow_ipc", "arrow_ipc_compression": "lz4", "batch_size": 3,
-               "max_batch_bytes": 65536}),
+        json!({"payload_format": "arrow_ipc", "arrow_ipc_compression": "lz4", "batch_size": 2,
+               "max_batch_bytes": 16384}),
     );
     let mut first = Stream::open(&cfg, None).expect("open");
     first.read(4, IDLE, Answer::NackEvery(2));
@@ -74,7 +74,7 @@ fn log_table_batches_add_up_to_the_table_through_restart_and_nacks() {
     let mut rows: usize = messages.iter().map(|m| m.row_count.unwrap() as usize).sum();
     while rows < 20_000 {
         let before = second.acked.len();
-        second.read(before + 1, IDLE, Answer::NackEvery(3));
+        second.read(before + 1, IDLE, Answer::NackEvery(2));
         assert!(second.acked.len() > before, "stream stalled at {rows} rows");
         rows += second.acked[before..]
             .iter()
@@ -90,7 +90,7 @@ fn log_table_batches_add_up_to_the_table_through_restart_and_nacks() {
     for m in &messages {
         let batch = decode(m);
         assert!(
-            m.raw.len() <= 65536 * 2,
+            m.raw.len() <= 16384 * 2,
             "a message stays near max_batch_bytes ({} bytes)",
             m.raw.len()
         );
