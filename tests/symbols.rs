@@ -1,0 +1,62 @@
+//! The built plugin library exports exactly the runtime's five source symbols, and loads and
+//! reports its version over the C ABI. Needs the cdylib built first (`cargo build`; the README
+//! test command does that before `cargo test`).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn plugin_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let lib = dir.join("libiggy_connector_fluss_source.so");
+    assert!(
+        lib.exists(),
+        "{} is missing; run `cargo build -p iggy_connector_fluss_source` first",
+        lib.display()
+    );
+    lib
+}
+
+#[test]
+fn the_plugin_exports_exactly_the_five_source_symbols() {
+    let output = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(plugin_library())
+        .output()
+        .expect("nm (binutils) is installed");
+    assert!(output.status.success(), "nm failed");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut symbols: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.split_whitespace().last())
+        .filter(|name| name.starts_with("iggy_"))
+        .collect();
+    symbols.sort_unstable();
+    assert_eq!(
+        symbols,
+        [
+            "iggy_source_batch_result",
+            "iggy_source_close",
+            "iggy_source_handle_v2",
+            "iggy_source_open",
+            "iggy_source_version"
+        ]
+    );
+}
+
+#[test]
+fn the_plugin_loads_and_refuses_a_null_config() {
+    let harness = fluss_source_runner::Harness::load(plugin_library()).expect("load");
+    assert_eq!(harness.version(), env!("CARGO_PKG_VERSION"));
+    match harness.open("null", None) {
+        Err(fluss_source_runner::Error::OpenFailed { code, .. }) => assert_ne!(code, 0),
+        other => panic!("open with a null config must fail, got {other:?}"),
+    }
+    assert!(fluss_source_runner::logs()
+        .iter()
+        .any(|l| l.level == fluss_source_runner::Level::Error
+            && l.message.contains("no [plugin_config] section")));
+}
