@@ -12,4 +12,14 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo build --workspace --all-features
 # One test at a time: several tests start clusters of their own, and on a 2-core machine
 # parallel JVM starts and table creations starve each other into timeouts.
-cargo test --workspace --all-features -- --test-threads="${TEST_THREADS:-1}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --all-features --no-fail-fast -- --test-threads="${TEST_THREADS:-1}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for all the test binaries together (cargo ends on the last crate's
+# doc-tests, which may be "0 passed").
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
