@@ -204,6 +204,13 @@ fn through_plugin(config: serde_json::Value, rows: usize, ipc: bool) -> usize {
     seen
 }
 
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 fn child(args: &[String]) {
     let mode = args[0].as_str();
     let bootstrap = &args[1];
@@ -224,16 +231,8 @@ fn child(args: &[String]) {
     };
     let started = Instant::now();
     let seen = match mode {
-        "bare" => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(bare_scanner(bootstrap, &path, rows)),
-        "records" => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(bare_records(bootstrap, &path, rows)),
+        "bare" => runtime().block_on(bare_scanner(bootstrap, &path, rows)),
+        "records" => runtime().block_on(bare_records(bootstrap, &path, rows)),
         "json" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows, false),
         "ipc" => through_plugin(
             config(serde_json::json!({"payload_format": "arrow_ipc", "batch_size": 50})),
@@ -259,11 +258,7 @@ fn main() {
         Ok(_) => Cluster::shared(),
         Err(_) => Box::leak(Box::new(Cluster::start(ClusterOptions::default()))),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let (log, pk) = rt.block_on(load(cluster, rows, pk_rows));
+    let (log, pk) = runtime().block_on(load(cluster, rows, pk_rows));
     let exe = std::env::current_exe().expect("exe");
     let mut results = Vec::new();
     for (mode, table, n) in [

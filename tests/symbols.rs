@@ -3,7 +3,6 @@
 //! test command does that before `cargo test`).
 
 use std::path::PathBuf;
-use std::process::Command;
 
 fn plugin_library() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
@@ -22,19 +21,8 @@ fn plugin_library() -> PathBuf {
 
 #[test]
 fn the_plugin_exports_exactly_the_five_source_symbols() {
-    let output = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(plugin_library())
-        .output()
+    let symbols = fluss_source_runner::exported_iggy_symbols(&plugin_library())
         .expect("nm (binutils) is installed");
-    assert!(output.status.success(), "nm failed");
-    let text = String::from_utf8_lossy(&output.stdout);
-    let mut symbols: Vec<&str> = text
-        .lines()
-        .filter_map(|line| line.split_whitespace().last())
-        .filter(|name| name.starts_with("iggy_"))
-        .collect();
-    symbols.sort_unstable();
     assert_eq!(
         symbols,
         [

@@ -386,3 +386,27 @@ unsafe fn text(ptr: *const u8, len: usize) -> Option<String> {
     let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
     std::str::from_utf8(bytes).ok().map(str::to_owned)
 }
+
+/// The `iggy_*` symbols a library exports, sorted (via `nm -D --defined-only`, from binutils):
+/// what the runtime's loader can see.
+pub fn exported_iggy_symbols(library: &Path) -> std::io::Result<Vec<String>> {
+    let output = std::process::Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(library)
+        .output()?;
+    if !output.status.success() {
+        return Err(std::io::Error::other(format!(
+            "nm {} failed: {}",
+            library.display(),
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    let mut symbols: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().last())
+        .filter(|name| name.starts_with("iggy_"))
+        .map(str::to_owned)
+        .collect();
+    symbols.sort_unstable();
+    Ok(symbols)
+}

@@ -21,5 +21,5 @@ pub mod state;
 
 pub use connector::ConnectorFile;
 pub use error::{Error, Result};
-pub use harness::{logs, Batch, Harness, Instance, Level, LogLine};
+pub use harness::{exported_iggy_symbols, logs, Batch, Harness, Instance, Level, LogLine};
 pub use run::{run, Output, RunOptions, RunSummary, StopReason};

@@ -6,7 +6,6 @@ use fluss_source_runner::harness::late_sends;
 use fluss_source_runner::{logs, Batch, Error, Harness, Instance, Level};
 use iggy_connector_sdk::ConnectorState;
 use serde::Deserialize;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -296,20 +295,8 @@ fn version_is_the_plugin_crate_version() {
 
 #[test]
 fn library_exports_exactly_the_five_source_symbols() {
-    let lib = common::test_source_library();
-    let output = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(&lib)
-        .output()
+    let symbols = fluss_source_runner::exported_iggy_symbols(&common::test_source_library())
         .expect("nm (binutils) is installed");
-    assert!(output.status.success());
-    let text = String::from_utf8_lossy(&output.stdout);
-    let mut symbols: Vec<&str> = text
-        .lines()
-        .filter_map(|line| line.split_whitespace().last())
-        .filter(|name| name.starts_with("iggy_source_"))
-        .collect();
-    symbols.sort_unstable();
     assert_eq!(
         symbols,
         [
