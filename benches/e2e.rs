@@ -102,21 +102,44 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// (a): the bare Arrow batch scanner from earliest until `rows` rows arrived.
-async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
+/// A connection for the bare scanners, and the earliest offset of every bucket of `path`.
+async fn bare_setup(
+    bootstrap: &str,
+    path: &TablePath,
+    max_poll_records: usize,
+) -> (FlussConnection, HashMap<i32, i64>) {
     let conn = FlussConnection::new(Config {
         bootstrap_servers: bootstrap.to_owned(),
+        scanner_log_max_poll_records: max_poll_records,
         ..Config::default()
     })
     .await
     .expect("connect");
+    let info = conn
+        .get_admin()
+        .expect("admin")
+        .get_table_info(path)
+        .await
+        .expect("table");
+    let offsets = (0..info.get_num_buckets())
+        .map(|b| (b, EARLIEST_OFFSET))
+        .collect();
+    (conn, offsets)
+}
+
+/// (a): the bare Arrow batch scanner from earliest until `rows` rows arrived.
+async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
+    let (conn, offsets) = bare_setup(
+        bootstrap,
+        path,
+        Config::default().scanner_log_max_poll_records,
+    )
+    .await;
     let table = conn.get_table(path).await.expect("table");
-    let buckets = table.get_table_info().get_num_buckets();
     let scanner = table
         .new_scan()
         .create_record_batch_log_scanner()
         .expect("scanner");
-    let offsets: HashMap<i32, i64> = (0..buckets).map(|b| (b, EARLIEST_OFFSET)).collect();
     scanner
         .subscribe_buckets(&offsets)
         .await
@@ -136,20 +159,13 @@ async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
 
 /// The bare record scanner (what the plugin reads with), for locating costs.
 async fn bare_records(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
-    let conn = FlussConnection::new(Config {
-        bootstrap_servers: bootstrap.to_owned(),
-        scanner_log_max_poll_records: std::env::var("E2E_POLL_RECORDS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(5000),
-        ..Config::default()
-    })
-    .await
-    .expect("connect");
+    let poll_records = std::env::var("E2E_POLL_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    let (conn, offsets) = bare_setup(bootstrap, path, poll_records).await;
     let table = conn.get_table(path).await.expect("table");
-    let buckets = table.get_table_info().get_num_buckets();
     let scanner = table.new_scan().create_log_scanner().expect("scanner");
-    let offsets: HashMap<i32, i64> = (0..buckets).map(|b| (b, EARLIEST_OFFSET)).collect();
     scanner
         .subscribe_buckets(&offsets)
         .await

@@ -23,16 +23,7 @@ fn plugin_library() -> PathBuf {
 fn the_plugin_exports_exactly_the_five_source_symbols() {
     let symbols = fluss_source_runner::exported_iggy_symbols(&plugin_library())
         .expect("nm (binutils) is installed");
-    assert_eq!(
-        symbols,
-        [
-            "iggy_source_batch_result",
-            "iggy_source_close",
-            "iggy_source_handle_v2",
-            "iggy_source_open",
-            "iggy_source_version"
-        ]
-    );
+    assert_eq!(symbols, fluss_source_runner::SOURCE_SYMBOLS);
 }
 
 #[test]

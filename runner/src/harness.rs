@@ -387,6 +387,15 @@ unsafe fn text(ptr: *const u8, len: usize) -> Option<String> {
     std::str::from_utf8(bytes).ok().map(str::to_owned)
 }
 
+/// The symbols the runtime requires of a source plugin, sorted.
+pub const SOURCE_SYMBOLS: [&str; 5] = [
+    "iggy_source_batch_result",
+    "iggy_source_close",
+    "iggy_source_handle_v2",
+    "iggy_source_open",
+    "iggy_source_version",
+];
+
 /// The `iggy_*` symbols a library exports, sorted (via `nm -D --defined-only`, from binutils):
 /// what the runtime's loader can see.
 pub fn exported_iggy_symbols(library: &Path) -> std::io::Result<Vec<String>> {

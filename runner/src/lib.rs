@@ -21,5 +21,7 @@ pub mod state;
 
 pub use connector::ConnectorFile;
 pub use error::{Error, Result};
-pub use harness::{exported_iggy_symbols, logs, Batch, Harness, Instance, Level, LogLine};
+pub use harness::{
+    exported_iggy_symbols, logs, Batch, Harness, Instance, Level, LogLine, SOURCE_SYMBOLS,
+};
 pub use run::{run, Output, RunOptions, RunSummary, StopReason};
