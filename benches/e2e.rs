@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use fluss::client::{FlussConnection, EARLIEST_OFFSET};
 use fluss::config::Config;
 use fluss::metadata::{TableDescriptor, TablePath};
-use fluss::row::GenericRow;
 use fluss_testkit::fluss;
 use fluss_testkit::{tables, Cluster, ClusterOptions};
 
@@ -70,19 +69,8 @@ async fn load(cluster: &Cluster, rows: usize, pk_rows: usize) -> (TablePath, Tab
         .expect("pk descriptor");
     tables::create_table(&admin, &pk, &descriptor).await;
     let started = Instant::now();
-    let table = conn.get_table(&pk).await.expect("pk table");
-    let upsert = table
-        .new_upsert()
-        .and_then(|u| u.create_writer())
-        .expect("upsert writer");
-    for id in 0..pk_rows as i64 {
-        let mut row = GenericRow::new(3);
-        row.set_field(0, id);
-        row.set_field(1, tables::sample_name(id));
-        row.set_field(2, tables::sample_amount(id));
-        drop(upsert.upsert(&row).expect("upsert"));
-    }
-    upsert.flush().await.expect("flush");
+    fluss_testkit::write::upsert_rows(&conn, &pk, (0..pk_rows as i64).map(tables::sample_row))
+        .await;
     eprintln!(
         "e2e: loaded {pk_rows} primary-key rows in {:.1?}",
         started.elapsed()

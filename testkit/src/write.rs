@@ -42,13 +42,21 @@ pub async fn append_rows<'a>(
     count
 }
 
+/// One write to a primary-key table.
+pub enum Change<'a> {
+    /// Insert or replace the row with this key.
+    Upsert(GenericRow<'a>),
+    /// Delete the key of this row (only key columns matter).
+    Delete(GenericRow<'a>),
+}
+
 /// Upserts `rows` into the primary-key table `path` and flushes.
 pub async fn upsert_rows<'a>(
     connection: &FlussConnection,
     path: &TablePath,
     rows: impl IntoIterator<Item = GenericRow<'a>>,
 ) -> usize {
-    kv_write(connection, path, rows, false).await
+    write_changes(connection, path, rows.into_iter().map(Change::Upsert)).await
 }
 
 /// Deletes the keys of `rows` (full rows; only key columns matter) from the
@@ -58,14 +66,15 @@ pub async fn delete_rows<'a>(
     path: &TablePath,
     rows: impl IntoIterator<Item = GenericRow<'a>>,
 ) -> usize {
-    kv_write(connection, path, rows, true).await
+    write_changes(connection, path, rows.into_iter().map(Change::Delete)).await
 }
 
-async fn kv_write<'a>(
+/// Applies `changes` in order through one upsert writer (so per-key order is
+/// the order given) and flushes.
+pub async fn write_changes<'a>(
     connection: &FlussConnection,
     path: &TablePath,
-    rows: impl IntoIterator<Item = GenericRow<'a>>,
-    delete: bool,
+    changes: impl IntoIterator<Item = Change<'a>>,
 ) -> usize {
     let table = connection
         .get_table(path)
@@ -76,11 +85,10 @@ async fn kv_write<'a>(
         .and_then(|upsert| upsert.create_writer())
         .unwrap_or_else(|e| panic!("upsert writer for {path}: {e}"));
     let mut count = 0;
-    for row in rows {
-        let queued = if delete {
-            writer.delete(&row)
-        } else {
-            writer.upsert(&row)
+    for change in changes {
+        let queued = match &change {
+            Change::Upsert(row) => writer.upsert(row),
+            Change::Delete(row) => writer.delete(row),
         };
         drop(queued.unwrap_or_else(|e| panic!("write row {count} to {path}: {e}")));
         count += 1;

@@ -3,11 +3,11 @@
 //! delivered events, which must give the same table.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::fluss::row::{DataGetters, GenericRow};
+use fluss_testkit::write::{write_changes, Change};
 use serde_json::Value;
 
 use crate::fixture::cluster;
@@ -84,22 +84,11 @@ pub async fn apply_script(
     ops: &[Op],
     region: Option<&str>,
 ) {
-    let table = conn.get_table(path).await.expect("get_table");
-    let writer = table
-        .new_upsert()
-        .and_then(|u| u.create_writer())
-        .expect("upsert writer");
-    for op in ops {
-        let result = match op {
-            Op::Upsert(id, name, amount) => writer.upsert(&row(*id, name, *amount, region)),
-            Op::Delete(id) => writer.delete(&row(*id, "", 0.0, region)),
-        };
-        drop(result.expect("write accepted"));
-    }
-    tokio::time::timeout(Duration::from_secs(120), writer.flush())
-        .await
-        .expect("flush in time")
-        .expect("flush");
+    let changes = ops.iter().map(|op| match op {
+        Op::Upsert(id, name, amount) => Change::Upsert(row(*id, name, *amount, region)),
+        Op::Delete(id) => Change::Delete(row(*id, "", 0.0, region)),
+    });
+    write_changes(conn, path, changes).await;
 }
 
 /// Looks every key up in the table (on its own connection: the default lookup batching waits
