@@ -79,6 +79,11 @@ pub enum Error {
     ))]
     Timeout { op: &'static str, after: Duration },
 
+    /// The task reading the table ahead ended without reporting an error (it panicked); the
+    /// scanner is rebuilt from the source's own positions.
+    #[snafu(display("the Fluss read-ahead task stopped unexpectedly"))]
+    ReaderStopped,
+
     /// A saved offset is no longer on the server and `on_offset_out_of_range = "fail"`.
     #[snafu(display(
         "{bucket} of {table}: offset {offset} is not on the server (the log holds {log_start}..{log_end}); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the state file to start from `starting_offset`"

@@ -544,7 +544,7 @@ impl FlussSource {
 fn classify(error: &Error) -> Fault {
     match error {
         Error::Fluss { source, .. } => fault(source),
-        Error::Timeout { .. } => Fault::Retry,
+        Error::Timeout { .. } | Error::ReaderStopped => Fault::Retry,
         _ => Fault::Fatal,
     }
 }

@@ -482,7 +482,7 @@ async fn deliver(
         done: None,
         stopping,
     };
-    let encoded = match batch.to_postcard() {
+    let encoded = match batch.into_postcard() {
         Ok(encoded) => encoded,
         Err(error) => {
             error!(
@@ -492,7 +492,6 @@ async fn deliver(
             return local_nack(false);
         }
     };
-    drop(batch);
     let (tx, mut rx) = oneshot::channel();
     // Registered before the call: the runtime may answer from another thread before
     // the send callback has even returned.

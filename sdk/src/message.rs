@@ -113,11 +113,58 @@ impl ProducedMessages {
 
     /// Postcard encoding, exactly what the runtime decodes.
     pub fn to_postcard(&self) -> Result<Vec<u8>, Error> {
-        // Sized up front: growing a multi-megabyte buffer by doubling copies it again and again.
-        let estimate = self.messages.iter().fold(16, |total, m| {
+        encode(
+            self,
+            VecOutput(Vec::with_capacity(self.encoded_size_hint())),
+        )
+    }
+
+    /// [`to_postcard`](Self::to_postcard) that frees every payload as soon as it is written,
+    /// so a batch is never held twice: the peak is the encoding plus one message. Postcard
+    /// writes a struct as its fields in order and a sequence as its length then its
+    /// elements, so encoding the parts one after another gives the same bytes.
+    pub fn into_postcard(self) -> Result<Vec<u8>, Error> {
+        let mut out = VecOutput(Vec::with_capacity(self.encoded_size_hint()));
+        out = VecOutput(encode(&self.schema, out)?);
+        out = VecOutput(encode(&self.messages.len(), out)?);
+        for message in self.messages {
+            out = VecOutput(encode(&message, out)?);
+        }
+        encode(&self.state, out)
+    }
+
+    /// Sized up front: growing a multi-megabyte buffer by doubling copies it again and again.
+    fn encoded_size_hint(&self) -> usize {
+        self.messages.iter().fold(16, |total, m| {
             total + m.payload.len() + 48 + m.headers.as_ref().map_or(0, |h| h.len() * 40)
-        }) + self.state.as_ref().map_or(0, |s| s.0.len() + 8);
-        postcard::to_extend(self, Vec::with_capacity(estimate)).context(BatchEncodeSnafu)
+        }) + self.state.as_ref().map_or(0, |s| s.0.len() + 8)
+    }
+}
+
+fn encode<T: Serialize + ?Sized>(value: &T, out: VecOutput) -> Result<Vec<u8>, Error> {
+    postcard::serialize_with_flavor(value, out).context(BatchEncodeSnafu)
+}
+
+/// A postcard output that copies byte strings with `extend_from_slice` (one `memcpy`).
+/// Postcard's `to_extend` goes through `Extend<u8>` element by element, which showed up as
+/// 5.6% of an Arrow IPC profile; its own `AllocVec` cannot start from a sized `Vec`.
+struct VecOutput(Vec<u8>);
+
+impl postcard::ser_flavors::Flavor for VecOutput {
+    type Output = Vec<u8>;
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.push(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<Vec<u8>> {
+        Ok(self.0)
     }
 }
 
