@@ -6,6 +6,11 @@
 //! runtime persists that state before it acks. `on_batch_result(Ack)` commits the staged
 //! positions; `Nack` rebuilds the scanner at the committed positions, so the same rows come
 //! again (a plain re-seek can race an in-flight fetch in fluss-rs and skip rows).
+//!
+//! The source polls ahead ([`Source::poll_ahead`]): the SDK builds the next batch while the
+//! runtime decodes and sends the previous one, so encoding and the runtime's work overlap on
+//! two cores. Each answered batch therefore has its own staged positions ([`Progress`]); a
+//! Nack drops them all, including those of the batch prepared behind it.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -191,16 +196,16 @@ impl Source for FlussSource {
                 Err(error) => self.recover(error, &mut positions).await?,
             }
         }
-        let state = if &positions != self.progress.committed() {
-            Some(SavedState::encode(
-                self.table.id(),
-                &self.config.qualified_table(),
-                &positions,
-            )?)
+        // Only a batch that moved some position is sent (and answered), so only such a batch
+        // is staged: with poll-ahead, `current()` is the batch in flight.
+        let state = if &positions != self.progress.current() {
+            let state =
+                SavedState::encode(self.table.id(), &self.config.qualified_table(), &positions)?;
+            self.progress.stage(positions);
+            Some(state)
         } else {
             None
         };
-        self.progress.stage(positions);
         if !batch.is_empty() {
             self.telemetry
                 .batch(batch.len(), records, batch.bytes(), encode_time);
@@ -210,6 +215,11 @@ impl Source for FlussSource {
             messages: batch.into_messages(),
             state,
         })
+    }
+
+    /// The next batch is read and encoded while the runtime handles the previous one.
+    fn poll_ahead(&self) -> bool {
+        true
     }
 
     async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {

@@ -6,7 +6,7 @@
 //! MessagePack record of the table id and the committed positions, so state written for another
 //! table (dropped and re-created, or renamed) is refused instead of silently misapplied.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::ConnectorState;
@@ -136,11 +136,12 @@ impl SavedState {
     }
 }
 
-/// Committed positions plus the positions staged by the batch in flight.
+/// Committed positions plus the positions staged by batches not answered yet: the one in
+/// flight and, with the SDK's poll-ahead, the one prepared behind it (oldest first).
 #[derive(Debug, Clone, Default)]
 pub struct Progress {
     committed: Positions,
-    staged: Option<Positions>,
+    staged: VecDeque<Positions>,
 }
 
 impl Progress {
@@ -148,7 +149,7 @@ impl Progress {
     pub fn new(committed: Positions) -> Self {
         Self {
             committed,
-            staged: None,
+            staged: VecDeque::new(),
         }
     }
 
@@ -157,32 +158,32 @@ impl Progress {
         &self.committed
     }
 
-    /// The positions the next batch starts from: the staged ones if a batch is in flight.
+    /// The positions the next batch starts from: the newest staged ones, if any.
     pub fn current(&self) -> &Positions {
-        self.staged.as_ref().unwrap_or(&self.committed)
+        self.staged.back().unwrap_or(&self.committed)
     }
 
-    /// Records the positions reached by the batch being handed over.
+    /// Records the positions reached by a batch being handed over.
     pub fn stage(&mut self, positions: Positions) {
-        self.staged = Some(positions);
+        self.staged.push_back(positions);
     }
 
-    /// The runtime acknowledged the batch: its positions become committed.
+    /// The runtime acknowledged the oldest staged batch: its positions become committed.
     pub fn commit(&mut self) {
-        if let Some(staged) = self.staged.take() {
+        if let Some(staged) = self.staged.pop_front() {
             self.committed = staged;
         }
     }
 
-    /// The batch was not delivered: forget its positions.
+    /// A batch was not delivered: forget its positions and those of every later batch.
     pub fn rollback(&mut self) {
-        self.staged = None;
+        self.staged.clear();
     }
 
     /// Adds or moves a committed position outside a batch (new partitions, out-of-range resets).
     pub fn set_committed(&mut self, key: BucketKey, offset: i64) {
         self.committed.insert(key, offset);
-        if let Some(staged) = self.staged.as_mut() {
+        for staged in &mut self.staged {
             staged.insert(key, offset);
         }
     }
@@ -190,7 +191,7 @@ impl Progress {
     /// Forgets a bucket everywhere (its partition was dropped).
     pub fn forget(&mut self, key: &BucketKey) {
         self.committed.remove(key);
-        if let Some(staged) = self.staged.as_mut() {
+        for staged in &mut self.staged {
             staged.remove(key);
         }
     }
@@ -293,13 +294,49 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_polled_ahead_commits_after_the_one_in_flight_and_a_nack_drops_both() {
+        let at = |offset| {
+            let mut p = positions();
+            p.insert(BucketKey::bucket(0), offset);
+            p
+        };
+        let mut progress = Progress::new(at(10));
+        progress.stage(at(20));
+        progress.stage(at(30));
+        assert_eq!(
+            progress.current(),
+            &at(30),
+            "the next poll starts after both"
+        );
+        progress.commit();
+        assert_eq!(progress.committed(), &at(20), "an Ack commits the oldest");
+        assert_eq!(progress.current(), &at(30));
+        progress.stage(at(40));
+        progress.rollback();
+        assert_eq!(progress.committed(), &at(20));
+        assert_eq!(
+            progress.current(),
+            &at(20),
+            "a Nack drops every staged batch"
+        );
+        progress.commit();
+        assert_eq!(
+            progress.committed(),
+            &at(20),
+            "an Ack with nothing staged changes nothing"
+        );
+    }
+
+    #[test]
     fn new_buckets_reach_both_committed_and_staged() {
         let mut progress = Progress::new(Positions::new());
+        progress.stage(Positions::new());
         progress.stage(Positions::new());
         progress.set_committed(BucketKey::bucket(5), 3);
         assert_eq!(progress.current().get(&BucketKey::bucket(5)), Some(&3));
         progress.commit();
         assert_eq!(progress.committed().get(&BucketKey::bucket(5)), Some(&3));
+        assert_eq!(progress.current().get(&BucketKey::bucket(5)), Some(&3));
         progress.forget(&BucketKey::bucket(5));
         assert!(progress.committed().is_empty());
     }

@@ -299,3 +299,110 @@ fn library_exports_exactly_the_five_source_symbols() {
         .expect("nm (binutils) is installed");
     assert_eq!(symbols, fluss_source_runner::SOURCE_SYMBOLS);
 }
+
+#[test]
+fn poll_ahead_delivers_every_message_once_in_order() {
+    let harness = harness();
+    let instance = harness
+        .open(r#"{"total":95,"batch":10,"poll_ahead":true}"#, None)
+        .unwrap();
+    assert_eq!(instance.start(), 0);
+    let mut seen = Vec::new();
+    let mut batch_ids = Vec::new();
+    for _ in 0..10 {
+        let batch = next(&instance);
+        batch_ids.push(batch.batch_id);
+        assert_eq!(
+            state_next(&batch),
+            ids(&batch).last().map_or(0, |last| *last as u64 + 1),
+            "each batch stages the counter after its own messages"
+        );
+        seen.extend(ids(&batch));
+        assert_eq!(instance.ack(&batch), 0);
+    }
+    assert_eq!(seen, (0..95).collect::<Vec<u128>>());
+    assert_eq!(batch_ids, (1..=10).collect::<Vec<u64>>());
+    assert!(
+        instance.next_batch(Duration::from_millis(300)).is_none(),
+        "exhausted source sends nothing"
+    );
+    assert_eq!(instance.close(), 0);
+}
+
+#[test]
+fn poll_ahead_nack_drops_the_batch_polled_ahead_and_resends_from_the_last_ack() {
+    let harness = harness();
+    let instance = harness
+        .open(r#"{"total":100,"batch":10,"poll_ahead":true}"#, None)
+        .unwrap();
+    instance.start();
+    let first = next(&instance);
+    assert_eq!(instance.ack(&first), 0);
+    let second = next(&instance);
+    assert_eq!(ids(&second), (10..20).collect::<Vec<u128>>());
+    // Meanwhile the SDK has polled 20..30 ahead; the Nack must drop it.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(instance.nack(&second), 0);
+    let again = next(&instance);
+    assert_eq!(ids(&again), ids(&second), "the Nacked batch comes again");
+    assert_eq!(state_next(&again), 20);
+    assert_eq!(instance.ack(&again), 0);
+    let third = next(&instance);
+    assert_eq!(
+        ids(&third),
+        (20..30).collect::<Vec<u128>>(),
+        "no gap, no repeat"
+    );
+    assert_eq!(instance.ack(&third), 0);
+    instance.close();
+}
+
+#[test]
+fn poll_ahead_prepares_the_next_batch_while_one_is_in_flight() {
+    // Each poll takes 500 ms. Holding a batch for 700 ms before acking it gives the SDK
+    // time to poll the next one, which then follows the ack at once; without poll-ahead it
+    // comes a whole poll later.
+    let gap_after_ack = |poll_ahead: bool| {
+        let harness = harness();
+        let config =
+            format!(r#"{{"total":100,"batch":10,"poll_delay_ms":500,"poll_ahead":{poll_ahead}}}"#);
+        let instance = harness.open(&config, None).unwrap();
+        instance.start();
+        let first = instance.next_batch(WAIT).expect("first batch");
+        std::thread::sleep(Duration::from_millis(700));
+        let acked = Instant::now();
+        assert_eq!(instance.ack(&first), 0);
+        let second = instance.next_batch(WAIT).expect("second batch");
+        let gap = acked.elapsed();
+        assert_eq!(ids(&second), (10..20).collect::<Vec<u128>>());
+        instance.close();
+        gap
+    };
+    let ahead = gap_after_ack(true);
+    let serial = gap_after_ack(false);
+    assert!(
+        ahead < Duration::from_millis(300),
+        "with poll-ahead: {ahead:?}"
+    );
+    assert!(serial >= Duration::from_millis(450), "without: {serial:?}");
+}
+
+#[test]
+fn poll_ahead_close_with_a_pending_batch_is_prompt_and_sends_nothing_more() {
+    let harness = harness();
+    let instance = harness
+        .open(r#"{"total":100,"batch":10,"poll_ahead":true}"#, None)
+        .unwrap();
+    instance.start();
+    let pending = next(&instance);
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    assert_eq!(instance.close(), 0);
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(
+        harness.call_batch_result(instance.id(), pending.batch_id, 0),
+        -1
+    );
+    assert!(instance.next_batch(Duration::from_millis(200)).is_none());
+    assert_eq!(late_sends(), 0, "no send callback after close");
+}

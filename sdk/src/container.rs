@@ -3,7 +3,9 @@
 //! The runtime loads a library once and opens it several times with fresh ids
 //! (contract §1.4), so every entry point looks its instance up by id. Per instance
 //! exactly one batch is in flight: poll → send → wait for the result → run the
-//! plugin's `on_batch_result` → poll again.
+//! plugin's `on_batch_result` → poll again. A source that polls ahead
+//! ([`Source::poll_ahead`]) has its next poll run while the batch is in flight; the
+//! batch is sent from a task of its own either way.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -470,12 +472,14 @@ async fn reclaim(shared: &Shared, rx: oneshot::Receiver<Delivered>, stopping: bo
 }
 
 async fn deliver(
-    shared: &Shared,
+    shared: Arc<Shared>,
     send: SendCallback,
     batch_id: u64,
     batch: ProducedMessages,
-    stop: &mut watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
 ) -> Outcome {
+    let shared = shared.as_ref();
+    let stop = &mut stop;
     let id = shared.id;
     let local_nack = |stopping| Outcome {
         result: SourceBatchResult::Nack,
@@ -547,15 +551,21 @@ async fn poll_loop<T: Source>(
 ) -> T {
     let id = shared.id;
     let policy = shared.policy.clone();
+    let poll_ahead = source.poll_ahead();
     let mut batch_id: u64 = 1;
     let mut nacks: u32 = 0;
     let mut poll_failures: u32 = 0;
+    // What a poll made while the previous batch was in flight.
+    let mut ahead: Option<Result<ProducedMessages, T::Error>> = None;
     loop {
-        // Close first: an in-progress poll is dropped, never awaited to the end.
-        let polled = tokio::select! {
-            biased;
-            _ = stopped(&mut stop) => break,
-            polled = source.poll() => polled,
+        let polled = match ahead.take() {
+            Some(polled) => polled,
+            // Close first: an in-progress poll is dropped, never awaited to the end.
+            None => tokio::select! {
+                biased;
+                _ = stopped(&mut stop) => break,
+                polled = source.poll() => polled,
+            },
         };
         let batch = match polled {
             Ok(batch) => {
@@ -581,7 +591,21 @@ async fn poll_loop<T: Source>(
             continue;
         }
         let count = batch.messages.len();
-        let outcome = deliver(&shared, send, batch_id, batch, &mut stop).await;
+        // Delivered from a task of its own: the runtime decodes the batch inside the send
+        // callback, and that can run on another core while this task polls ahead.
+        let sending = tokio::spawn(deliver(shared.clone(), send, batch_id, batch, stop.clone()));
+        if poll_ahead {
+            ahead = tokio::select! {
+                biased;
+                _ = stopped(&mut stop) => None,
+                polled = source.poll() => Some(polled),
+            };
+        }
+        let outcome = sending.await.unwrap_or(Outcome {
+            result: SourceBatchResult::Nack,
+            done: None,
+            stopping: false,
+        });
         let mut keep_polling = true;
         if let Err(error) = source.on_batch_result(outcome.result).await {
             error!(
@@ -597,6 +621,8 @@ async fn poll_loop<T: Source>(
                 debug!("plugin {id}: batch {batch_id} acknowledged ({count} messages)");
             }
             SourceBatchResult::Nack => {
+                // The source rolled back what it staged for the batch polled ahead too.
+                ahead = None;
                 nacks = nacks.saturating_add(1);
                 debug!("plugin {id}: batch {batch_id} not acknowledged ({nacks} in a row)");
                 if nacks >= policy.max_consecutive_nacks && !outcome.stopping {

@@ -42,7 +42,8 @@ pub enum SourceBatchResult {
 ///
 /// # Delivery contract
 /// * Exactly one batch is in flight: after `poll` returns a non-empty batch, the SDK
-///   sends it and calls [`Source::on_batch_result`] before the next `poll`.
+///   sends it and calls [`Source::on_batch_result`] before it sends the next one. Unless
+///   [`Source::poll_ahead`] says otherwise, the next `poll` also waits for that result.
 /// * Stage in `poll`, commit on Ack: `poll` must not advance what it persists or
 ///   acknowledges upstream; it returns the *candidate* position as
 ///   [`ProducedMessages::state`] and keeps it staged. On `Ack` the runtime has delivered
@@ -73,8 +74,19 @@ pub trait Source: Sized + Send + 'static {
     /// Produces the next batch (possibly empty) with its staged state.
     fn poll(&mut self) -> impl Future<Output = Result<ProducedMessages, Self::Error>> + Send;
 
-    /// Commits (Ack) or rolls back (Nack) what the last `poll` staged. Keep it short:
-    /// the runtime waits for it.
+    /// Whether `poll` may run while the previous batch is in flight, so the next batch is
+    /// ready when the result arrives (default `false`). The batch still waits for that
+    /// result before it is sent, and at most one batch is polled ahead. A source that
+    /// answers `true` stages per batch: `on_batch_result` then concerns the *oldest* staged
+    /// batch, and after a Nack the SDK drops the batch polled ahead without sending it, so
+    /// a Nack must roll back everything staged, back to the last committed position.
+    /// `batch_result` waits for the poll ahead to finish before the hook runs.
+    fn poll_ahead(&self) -> bool {
+        false
+    }
+
+    /// Commits (Ack) or rolls back (Nack) what the oldest unanswered `poll` staged. Keep it
+    /// short: the runtime waits for it.
     fn on_batch_result(
         &mut self,
         result: SourceBatchResult,

@@ -2,11 +2,12 @@
 //!
 //! Config (all optional; `null` = defaults):
 //! `{"total": 100, "batch": 10, "fail_open": false, "panic_in_poll_at": null,
-//!   "poll_delay_ms": 0, "fail_poll_times": 0}`.
+//!   "poll_delay_ms": 0, "fail_poll_times": 0, "poll_ahead": false}`.
 //! Message `k` (0-based) has id `k`, payload `{"n":k}` (JSON) and headers
 //! `source = "test"`, `n = k` (Uint64). `poll` stages the next counter and returns it as
 //! state; Ack commits it, Nack discards it, so a Nacked batch comes again with the
-//! same ids. After `total` messages it returns empty batches.
+//! same ids. After `total` messages it returns empty batches. With `poll_ahead` the SDK
+//! polls the next batch while one is in flight; staged counters then form a queue.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use iggy_connector_sdk::{
@@ -15,7 +16,7 @@ use iggy_connector_sdk::{
 };
 use serde::{Deserialize, Serialize};
 use snafu::{ResultExt, Snafu};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use tracing::info;
 
@@ -57,6 +58,7 @@ struct Config {
     panic_in_poll_at: Option<u64>,
     poll_delay_ms: u64,
     fail_poll_times: u32,
+    poll_ahead: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -72,8 +74,10 @@ pub struct TestSource {
     panic_at: Option<u64>,
     poll_delay: Duration,
     failures_left: u32,
+    poll_ahead: bool,
     committed: u64,
-    staged: Option<u64>,
+    /// Counters staged by batches not answered yet, oldest first.
+    staged: VecDeque<u64>,
     source_key: HeaderKey,
     source_value: HeaderValue,
     n_key: HeaderKey,
@@ -106,8 +110,9 @@ impl Source for TestSource {
             panic_at: config.panic_in_poll_at,
             poll_delay: Duration::from_millis(config.poll_delay_ms),
             failures_left: config.fail_poll_times,
+            poll_ahead: config.poll_ahead,
             committed,
-            staged: None,
+            staged: VecDeque::new(),
             source_key: HeaderKey::from_static_str("source")
                 .map_err(|e| Error::State { source: e })?,
             source_value: HeaderValue::from_static_str("test")
@@ -127,7 +132,7 @@ impl Source for TestSource {
             }
             .fail();
         }
-        let start = self.committed;
+        let start = self.staged.back().copied().unwrap_or(self.committed);
         let end = (start + self.batch).min(self.total);
         if start >= end {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -151,7 +156,7 @@ impl Source for TestSource {
                 }
             })
             .collect();
-        self.staged = Some(end);
+        self.staged.push_back(end);
         let state = ConnectorState::serialize(&State { next: end }).context(StateSnafu)?;
         Ok(ProducedMessages {
             schema: Schema::Json,
@@ -160,10 +165,18 @@ impl Source for TestSource {
         })
     }
 
+    fn poll_ahead(&self) -> bool {
+        self.poll_ahead
+    }
+
     async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<(), Error> {
-        let staged = self.staged.take();
-        if let (SourceBatchResult::Ack, Some(next)) = (result, staged) {
-            self.committed = next;
+        match result {
+            SourceBatchResult::Ack => {
+                if let Some(next) = self.staged.pop_front() {
+                    self.committed = next;
+                }
+            }
+            SourceBatchResult::Nack => self.staged.clear(),
         }
         Ok(())
     }
