@@ -61,8 +61,8 @@ pub struct FlussSource {
     pending: VecDeque<Pending>,
     last_discovery: Instant,
     /// The scanner must be rebuilt at `progress.current()` before it is read again: a rebuild
-    /// (after a fault or a Nack) failed transiently, or the cluster answered again after an
-    /// outage.
+    /// (after a fault or a Nack) failed transiently, the cluster answered again after an
+    /// outage, or a poll error ended the poll (the read-ahead task stops at an error).
     stale: bool,
     /// Since when client polls return nothing (`None` while records arrive).
     idle_since: Option<Instant>,
@@ -319,6 +319,7 @@ impl FlussSource {
             Fault::OutOfRange => {
                 if let Err(reset) = self.reset_out_of_range(positions).await {
                     if classify(&reset) != Fault::Retry {
+                        self.stale = true;
                         return Err(reset);
                     }
                     // The rebuilt scanner hits the same offset again and the reset is retried.
@@ -333,7 +334,11 @@ impl FlussSource {
                 self.telemetry.retrying("reading from Fluss failed", &error);
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
-            Fault::Auth | Fault::Fatal => return Err(error),
+            Fault::Auth | Fault::Fatal => {
+                // The read-ahead stopped at the error; the next poll starts a new one.
+                self.stale = true;
+                return Err(error);
+            }
         }
         // After any poll error the scanner's own position is unknown: start over from ours.
         self.rebuild(&positions.clone()).await
