@@ -217,9 +217,12 @@ impl Source for FlussSource {
         })
     }
 
-    /// The next batch is read and encoded while the runtime handles the previous one.
+    /// JSON: the next batch is encoded while the runtime decodes the previous one's messages
+    /// (2M rows: 291 K instead of 232 K messages/s). Not for Arrow IPC: its batches are a few
+    /// large messages, cheap to encode and decode, and a second batch of them in memory only
+    /// adds page faults (2M rows: 0.74 s instead of 0.64 s, peak RSS 103 instead of 85 MiB).
     fn poll_ahead(&self) -> bool {
-        true
+        self.config.payload_format == PayloadFormat::Json
     }
 
     async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {

@@ -591,21 +591,24 @@ async fn poll_loop<T: Source>(
             continue;
         }
         let count = batch.messages.len();
-        // Delivered from a task of its own: the runtime decodes the batch inside the send
-        // callback, and that can run on another core while this task polls ahead.
-        let sending = tokio::spawn(deliver(shared.clone(), send, batch_id, batch, stop.clone()));
-        if poll_ahead {
+        let outcome = if poll_ahead {
+            // Delivered from a task of its own: the runtime decodes the batch inside the send
+            // callback, and that runs on another core while this task polls ahead.
+            let sending =
+                tokio::spawn(deliver(shared.clone(), send, batch_id, batch, stop.clone()));
             ahead = tokio::select! {
                 biased;
                 _ = stopped(&mut stop) => None,
                 polled = source.poll() => Some(polled),
             };
-        }
-        let outcome = sending.await.unwrap_or(Outcome {
-            result: SourceBatchResult::Nack,
-            done: None,
-            stopping: false,
-        });
+            sending.await.unwrap_or(Outcome {
+                result: SourceBatchResult::Nack,
+                done: None,
+                stopping: false,
+            })
+        } else {
+            deliver(shared.clone(), send, batch_id, batch, stop.clone()).await
+        };
         let mut keep_polling = true;
         if let Err(error) = source.on_batch_result(outcome.result).await {
             error!(
