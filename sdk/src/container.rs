@@ -111,6 +111,9 @@ struct Shared {
     /// so none can start after `close` returns.
     sending: Mutex<bool>,
     failed: AtomicBool,
+    /// The postcard buffer of the last batch, reused by the next: a fresh multi-megabyte
+    /// buffer per batch left freed chunks behind in the allocator's per-thread arenas.
+    buffer: Mutex<Vec<u8>>,
 }
 
 impl Shared {
@@ -120,6 +123,17 @@ impl Shared {
             return None;
         }
         Some(callback(self.id, batch_id, bytes.as_ptr(), bytes.len()))
+    }
+
+    /// Keeps `buffer` for the next batch unless it is far larger than batches usually are
+    /// (one huge batch must not pin its memory for good).
+    fn keep_buffer(&self, mut buffer: Vec<u8>) {
+        const KEEP_AT_MOST: usize = 64 << 20;
+        if buffer.capacity() <= KEEP_AT_MOST && buffer.capacity() <= buffer.len().saturating_mul(2)
+        {
+            buffer.clear();
+            *self.buffer.lock().unwrap_or_else(PoisonError::into_inner) = buffer;
+        }
     }
 
     fn take_pending(&self) -> Option<Pending> {
@@ -199,6 +213,7 @@ impl<T: Source> Container<T> {
                 policy,
                 pending: Mutex::new(None),
                 sending: Mutex::new(true),
+                buffer: Mutex::new(Vec::new()),
                 failed: AtomicBool::new(false),
             });
             slots.insert(
@@ -486,7 +501,8 @@ async fn deliver(
         done: None,
         stopping,
     };
-    let encoded = match batch.into_postcard() {
+    let buffer = std::mem::take(&mut *shared.buffer.lock().unwrap_or_else(PoisonError::into_inner));
+    let encoded = match batch.into_postcard_in(buffer) {
         Ok(encoded) => encoded,
         Err(error) => {
             error!(
@@ -512,7 +528,7 @@ async fn deliver(
             return reclaim(shared, rx, refused.is_none()).await;
         }
     }
-    drop(encoded);
+    shared.keep_buffer(encoded);
     enum Waited {
         Delivered(Result<Delivered, oneshot::error::RecvError>),
         Stopped,

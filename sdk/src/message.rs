@@ -124,7 +124,15 @@ impl ProducedMessages {
     /// writes a struct as its fields in order and a sequence as its length then its
     /// elements, so encoding the parts one after another gives the same bytes.
     pub fn into_postcard(self) -> Result<Vec<u8>, Error> {
-        let mut out = VecOutput(Vec::with_capacity(self.encoded_size_hint()));
+        self.into_postcard_in(Vec::new())
+    }
+
+    /// [`into_postcard`](Self::into_postcard) into `buffer` (cleared first), so one buffer
+    /// can serve batch after batch.
+    pub fn into_postcard_in(self, mut buffer: Vec<u8>) -> Result<Vec<u8>, Error> {
+        buffer.clear();
+        buffer.reserve(self.encoded_size_hint());
+        let mut out = VecOutput(buffer);
         out = VecOutput(encode(&self.schema, out)?);
         out = VecOutput(encode(&self.messages.len(), out)?);
         for message in self.messages {
