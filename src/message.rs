@@ -84,11 +84,14 @@ pub struct Headers {
     change_types: [HeaderValue; 5],
 }
 
-/// Header values that stay the same for one bucket.
+/// The headers of one bucket, prebuilt: a complete map per message kind whose offset,
+/// timestamp (and row count) are placeholders. Cloning a map and setting those is cheaper than
+/// inserting every header into a new map per message.
 #[derive(Debug, Clone)]
 pub struct BucketHeaders {
-    bucket: HeaderValue,
-    partition: Option<HeaderValue>,
+    /// Per change type (see `change_index`), then one without a change type.
+    rows: [BTreeMap<HeaderKey, HeaderValue>; 6],
+    ipc: BTreeMap<HeaderKey, HeaderValue>,
 }
 
 fn key(name: &'static str) -> Result<HeaderKey> {
@@ -140,11 +143,33 @@ impl Headers {
 
     /// The per-bucket part, built once per bucket.
     pub fn bucket(&self, bucket: BucketId, partition_name: Option<&str>) -> Result<BucketHeaders> {
+        let mut common = BTreeMap::new();
+        common.insert(self.table_key.clone(), self.table.clone());
+        common.insert(self.bucket_key.clone(), HeaderValue::from_i32(bucket));
+        common.insert(self.offset_key.clone(), HeaderValue::from_i64(0));
+        common.insert(self.timestamp_key.clone(), HeaderValue::from_i64(0));
+        if let Some(partition) = partition_name {
+            common.insert(
+                self.partition_key.clone(),
+                text(names::PARTITION, partition)?,
+            );
+        }
+        let with = |key: &HeaderKey, value: &HeaderValue| {
+            let mut map = common.clone();
+            map.insert(key.clone(), value.clone());
+            map
+        };
+        let change = |i: usize| with(&self.change_type_key, &self.change_types[i]);
         Ok(BucketHeaders {
-            bucket: HeaderValue::from_i32(bucket),
-            partition: partition_name
-                .map(|p| text(names::PARTITION, p))
-                .transpose()?,
+            rows: [
+                change(0),
+                change(1),
+                change(2),
+                change(3),
+                change(4),
+                common.clone(),
+            ],
+            ipc: with(&self.row_count_key, &HeaderValue::from_i64(0)),
         })
     }
 
@@ -156,14 +181,8 @@ impl Headers {
         timestamp: i64,
         change: Option<ChangeType>,
     ) -> BTreeMap<HeaderKey, HeaderValue> {
-        let mut headers = self.common(bucket, offset, timestamp);
-        if let Some(change) = change {
-            headers.insert(
-                self.change_type_key.clone(),
-                self.change_types[change_index(change)].clone(),
-            );
-        }
-        headers
+        let template = &bucket.rows[change.map_or(5, change_index)];
+        self.stamped(template, offset, timestamp)
     }
 
     /// Headers of an Arrow IPC message holding `rows` rows starting at `first_offset`.
@@ -174,29 +193,40 @@ impl Headers {
         timestamp: i64,
         rows: usize,
     ) -> BTreeMap<HeaderKey, HeaderValue> {
-        let mut headers = self.common(bucket, first_offset, timestamp);
-        headers.insert(
-            self.row_count_key.clone(),
+        let mut headers = self.stamped(&bucket.ipc, first_offset, timestamp);
+        set(
+            &mut headers,
+            &self.row_count_key,
             HeaderValue::from_i64(rows as i64),
         );
         headers
     }
 
-    fn common(
+    fn stamped(
         &self,
-        bucket: &BucketHeaders,
+        template: &BTreeMap<HeaderKey, HeaderValue>,
         offset: i64,
         timestamp: i64,
     ) -> BTreeMap<HeaderKey, HeaderValue> {
-        let mut headers = BTreeMap::new();
-        headers.insert(self.table_key.clone(), self.table.clone());
-        headers.insert(self.bucket_key.clone(), bucket.bucket.clone());
-        headers.insert(self.offset_key.clone(), HeaderValue::from_i64(offset));
-        headers.insert(self.timestamp_key.clone(), HeaderValue::from_i64(timestamp));
-        if let Some(partition) = &bucket.partition {
-            headers.insert(self.partition_key.clone(), partition.clone());
-        }
+        let mut headers = template.clone();
+        set(
+            &mut headers,
+            &self.offset_key,
+            HeaderValue::from_i64(offset),
+        );
+        set(
+            &mut headers,
+            &self.timestamp_key,
+            HeaderValue::from_i64(timestamp),
+        );
         headers
+    }
+}
+
+/// Replaces the placeholder of a prebuilt header.
+fn set(headers: &mut BTreeMap<HeaderKey, HeaderValue>, key: &HeaderKey, value: HeaderValue) {
+    if let Some(slot) = headers.get_mut(key) {
+        *slot = value;
     }
 }
 
@@ -258,6 +288,37 @@ mod tests {
         assert_eq!(get(names::CHANGE_TYPE).as_str().unwrap(), "+I");
         assert_eq!(get(names::PARTITION).as_str().unwrap(), "2026");
         assert_eq!(h.len(), 6);
+    }
+
+    #[test]
+    fn prebuilt_headers_are_stamped_per_message_without_leaking_between_them() {
+        let headers = Headers::new("fluss.orders").unwrap();
+        let bucket = headers.bucket(1, None).unwrap();
+        let first = headers.row(&bucket, 7, 100, None);
+        let second = headers.row(&bucket, 8, 200, Some(ChangeType::Delete));
+        let get = |h: &BTreeMap<HeaderKey, HeaderValue>, name: &str| {
+            h.get(&HeaderKey::new(name).unwrap()).cloned()
+        };
+        assert_eq!(get(&first, names::OFFSET).unwrap().as_i64().unwrap(), 7);
+        assert_eq!(
+            get(&first, names::TIMESTAMP).unwrap().as_i64().unwrap(),
+            100
+        );
+        assert!(get(&first, names::CHANGE_TYPE).is_none());
+        assert_eq!(first.len(), 4);
+        assert_eq!(get(&second, names::OFFSET).unwrap().as_i64().unwrap(), 8);
+        assert_eq!(
+            get(&second, names::TIMESTAMP).unwrap().as_i64().unwrap(),
+            200
+        );
+        assert_eq!(
+            get(&second, names::CHANGE_TYPE).unwrap().as_str().unwrap(),
+            "-D"
+        );
+        let ipc = headers.ipc(&bucket, 9, 300, 12);
+        assert_eq!(get(&ipc, names::OFFSET).unwrap().as_i64().unwrap(), 9);
+        assert_eq!(get(&ipc, names::ROW_COUNT).unwrap().as_i64().unwrap(), 12);
+        assert_eq!(ipc.len(), 5);
     }
 
     #[test]

@@ -144,7 +144,7 @@ impl ProducedMessages {
     /// Sized up front: growing a multi-megabyte buffer by doubling copies it again and again.
     fn encoded_size_hint(&self) -> usize {
         self.messages.iter().fold(16, |total, m| {
-            total + m.payload.len() + 48 + m.headers.as_ref().map_or(0, |h| h.len() * 40)
+            total + m.payload.len() + 48 + m.headers.as_ref().map_or(0, |h| h.len() * 64)
         }) + self.state.as_ref().map_or(0, |s| s.0.len() + 8)
     }
 }
