@@ -1,10 +1,15 @@
-//! Reading the table: one fluss-rs record scanner subscribed to every bucket (and partition),
-//! read ahead by a background task, and rebuilt from known positions whenever it must go back.
+//! Reading the table: fluss-rs record scanners subscribed to every bucket (and partition),
+//! read ahead by background tasks, and rebuilt from known positions whenever they must go back.
 //!
 //! Read-ahead: a client poll also decompresses and decodes the fetched batches, which is about
 //! half the CPU a log row costs before it is encoded. A task of its own keeps polling while the
 //! source encodes the previous records and waits for the runtime's answer, so both cores work.
-//! It stays at most one poll result ahead (a channel of one), which bounds the memory it holds.
+//! Each reader stays at most one poll result ahead, which bounds the memory it holds.
+//!
+//! Several readers: the buckets can be shared out among several client scanners, each read
+//! ahead by its own task, so decompression runs on several cores. A bucket always belongs to
+//! the same reader, so its records keep their order. Arrow IPC uses two (its encoding is
+//! cheap and decompression was the limit); JSON one (its encoding is the limit).
 //!
 //! The record scanner (`LogScanner`) is used for log and primary-key tables alike: it is the
 //! only one that carries change types and commit timestamps, and it reports offsets out of
@@ -36,69 +41,82 @@ const POLL_GRACE: Duration = Duration::from_secs(30);
 /// often the reader wakes up to see whether its scanner was dropped.
 const READ_AHEAD_POLL: Duration = Duration::from_millis(500);
 
-/// A record scanner, the buckets it is subscribed to, and the task reading it ahead.
+/// The record scanners, the buckets they are subscribed to, and the tasks reading them ahead.
 pub struct Scanner {
-    inner: Arc<LogScanner>,
+    readers: Vec<Reader>,
     results: mpsc::Receiver<Result<ScanRecords>>,
-    reader: JoinHandle<()>,
 }
 
-impl Drop for Scanner {
+/// One client scanner and the task polling it.
+struct Reader {
+    scanner: Arc<LogScanner>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Reader {
     fn drop(&mut self) {
         // The reader may be inside a client poll; cutting it there loses what that poll had
         // taken from the client, which is fine because the client scanner goes with it.
-        self.reader.abort();
+        self.task.abort();
     }
 }
 
 impl Scanner {
-    /// Builds a scanner positioned at `positions` (every bucket the source reads).
-    pub async fn build(table: &Table, positions: &Positions) -> Result<Self> {
-        let mut scan = TableScan::new(&table.conn, table.info.clone(), table.conn.get_metadata());
-        if let Some(projection) = &table.projection {
-            scan = scan
-                .project(projection)
-                .context(FlussSnafu { op: "project" })?;
+    /// Builds `readers` scanners (at most one per bucket) positioned at `positions` (every
+    /// bucket the source reads).
+    pub async fn build(table: &Table, positions: &Positions, readers: usize) -> Result<Self> {
+        let count = readers.clamp(1, positions.len().max(1));
+        let mut scanners = Vec::with_capacity(count);
+        for _ in 0..count {
+            let mut scan =
+                TableScan::new(&table.conn, table.info.clone(), table.conn.get_metadata());
+            if let Some(projection) = &table.projection {
+                scan = scan
+                    .project(projection)
+                    .context(FlussSnafu { op: "project" })?;
+            }
+            let scanner = scan.create_log_scanner().context(FlussSnafu {
+                op: "create_log_scanner",
+            })?;
+            scanners.push(Arc::new(scanner));
         }
-        let inner = scan.create_log_scanner().context(FlussSnafu {
-            op: "create_log_scanner",
-        })?;
-        let inner = Arc::new(inner);
-        subscribe(&inner, positions).await?;
-        let (tx, results) = mpsc::channel(1);
-        let reader = tokio::spawn(read_ahead(inner.clone(), tx));
-        Ok(Self {
-            inner,
-            results,
-            reader,
-        })
+        for (share, scanner) in scanners.iter().enumerate() {
+            subscribe(scanner, &share_of(positions, share, count)).await?;
+        }
+        let (tx, results) = mpsc::channel(count);
+        let readers = scanners
+            .into_iter()
+            .map(|scanner| Reader {
+                task: tokio::spawn(read_ahead(scanner.clone(), tx.clone())),
+                scanner,
+            })
+            .collect();
+        Ok(Self { readers, results })
     }
 
     /// Subscribes (or moves) the given buckets; an already subscribed bucket is re-seeked.
     /// Only for buckets not read yet: records of the old position may already be read ahead.
     pub async fn subscribe(&self, positions: &Positions) -> Result<()> {
-        subscribe(&self.inner, positions).await
+        let count = self.readers.len();
+        for (share, reader) in self.readers.iter().enumerate() {
+            subscribe(&reader.scanner, &share_of(positions, share, count)).await?;
+        }
+        Ok(())
     }
 
     /// Stops reading one bucket of a partition (it was dropped).
     pub async fn unsubscribe(&self, key: BucketKey) -> Result<()> {
+        let scanner = &self.readers[reader_of(&key, self.readers.len())].scanner;
         match key.partition {
             Some(p) => {
                 call(
                     "unsubscribe_partition",
                     CALL_TIMEOUT,
-                    self.inner.unsubscribe_partition(p, key.bucket),
+                    scanner.unsubscribe_partition(p, key.bucket),
                 )
                 .await
             }
-            None => {
-                call(
-                    "unsubscribe",
-                    CALL_TIMEOUT,
-                    self.inner.unsubscribe(key.bucket),
-                )
-                .await
-            }
+            None => call("unsubscribe", CALL_TIMEOUT, scanner.unsubscribe(key.bucket)).await,
         }
     }
 
@@ -106,6 +124,11 @@ impl Scanner {
     /// After an error the reader has stopped: rebuild the scanner.
     pub async fn poll(&mut self, timeout: Duration) -> Result<ScanRecords> {
         match tokio::time::timeout(timeout, self.results.recv()).await {
+            // A reader ends only after sending its error, which `recv` hands out first; one
+            // that ended without a result panicked, and its buckets would stall unseen.
+            Err(_) if self.readers.iter().any(|r| r.task.is_finished()) => {
+                Err(Error::ReaderStopped)
+            }
             Err(_) => Ok(ScanRecords::empty()),
             Ok(Some(polled)) => polled,
             Ok(None) => Err(Error::ReaderStopped),
@@ -113,28 +136,49 @@ impl Scanner {
     }
 }
 
+/// Which reader reads `key`: buckets (and partitions) are dealt out in turn.
+fn reader_of(key: &BucketKey, readers: usize) -> usize {
+    let partition = key.partition.unwrap_or(0).unsigned_abs() as usize;
+    (key.bucket.unsigned_abs() as usize).wrapping_add(partition) % readers
+}
+
+/// The positions reader `share` of `readers` reads.
+fn share_of(positions: &Positions, share: usize, readers: usize) -> Positions {
+    positions
+        .iter()
+        .filter(|(key, _)| reader_of(key, readers) == share)
+        .map(|(key, offset)| (*key, *offset))
+        .collect()
+}
+
 /// The read-ahead loop: polls until the receiver is gone, forwarding every non-empty result
-/// and stopping after the first error (the source rebuilds the scanner after any error).
+/// and stopping after the first error (the source rebuilds the scanner after any error). It
+/// takes a slot in the channel before it polls, so no decoded result waits outside it.
 async fn read_ahead(scanner: Arc<LogScanner>, results: mpsc::Sender<Result<ScanRecords>>) {
     loop {
-        let polled = call(
-            "poll",
-            READ_AHEAD_POLL + POLL_GRACE,
-            scanner.poll(READ_AHEAD_POLL),
-        )
-        .await;
+        let Ok(slot) = results.reserve().await else {
+            return;
+        };
+        let polled = loop {
+            match call(
+                "poll",
+                READ_AHEAD_POLL + POLL_GRACE,
+                scanner.poll(READ_AHEAD_POLL),
+            )
+            .await
+            {
+                Ok(records) if records.is_empty() => {
+                    if results.is_closed() {
+                        return;
+                    }
+                }
+                polled => break polled,
+            }
+        };
         let failed = polled.is_err();
-        match polled {
-            Ok(records) if records.is_empty() => {
-                if results.is_closed() {
-                    return;
-                }
-            }
-            polled => {
-                if results.send(polled).await.is_err() || failed {
-                    return;
-                }
-            }
+        slot.send(polled);
+        if failed {
+            return;
         }
     }
 }
@@ -168,4 +212,49 @@ async fn subscribe(scanner: &LogScanner, positions: &Positions) -> Result<()> {
         .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_split_the_buckets_without_overlap_or_loss() {
+        let mut positions = Positions::new();
+        for bucket in 0..5 {
+            positions.insert(BucketKey::bucket(bucket), i64::from(bucket) * 10);
+            for partition in [3, 4] {
+                positions.insert(
+                    BucketKey {
+                        partition: Some(partition),
+                        bucket,
+                    },
+                    7,
+                );
+            }
+        }
+        for readers in 1..=4 {
+            let shares: Vec<Positions> = (0..readers)
+                .map(|share| share_of(&positions, share, readers))
+                .collect();
+            let mut joined = Positions::new();
+            for share in &shares {
+                for (key, offset) in share {
+                    assert!(
+                        joined.insert(*key, *offset).is_none(),
+                        "{key} in two shares"
+                    );
+                    assert_eq!(
+                        share_of(&positions, reader_of(key, readers), readers).get(key),
+                        Some(offset)
+                    );
+                }
+            }
+            assert_eq!(joined, positions, "{readers} readers");
+            assert!(
+                shares.iter().all(|s| !s.is_empty()),
+                "every reader gets buckets"
+            );
+        }
+    }
 }
