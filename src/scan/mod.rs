@@ -8,7 +8,7 @@
 //!
 //! Several readers: the buckets can be shared out among several client scanners, each read
 //! ahead by its own task, so decompression runs on several cores. A bucket always belongs to
-//! the same reader, so its records keep their order. Arrow IPC uses two (its encoding is
+//! the same reader, so its records keep their order. Arrow IPC uses several (its encoding is
 //! cheap and decompression was the limit); JSON one (its encoding is the limit).
 //!
 //! The record scanner (`LogScanner`) is used for log and primary-key tables alike: it is the
