@@ -486,11 +486,30 @@ async fn reclaim(shared: &Shared, rx: oneshot::Receiver<Delivered>, stopping: bo
     }
 }
 
+/// A polled batch, encoded for the send callback.
+struct Prepared {
+    count: usize,
+    encoded: Result<Vec<u8>, crate::error::Error>,
+}
+
+/// Encodes `batch` into the spare buffer; `None` when there is nothing to send.
+fn prepare(shared: &Shared, batch: ProducedMessages) -> Option<Prepared> {
+    if batch.messages.is_empty() && batch.state.is_none() {
+        return None;
+    }
+    let count = batch.messages.len();
+    let buffer = std::mem::take(&mut *shared.buffer.lock().unwrap_or_else(PoisonError::into_inner));
+    Some(Prepared {
+        count,
+        encoded: batch.into_postcard_in(buffer),
+    })
+}
+
 async fn deliver(
     shared: Arc<Shared>,
     send: SendCallback,
     batch_id: u64,
-    batch: ProducedMessages,
+    encoded: Result<Vec<u8>, crate::error::Error>,
     mut stop: watch::Receiver<bool>,
 ) -> Outcome {
     let shared = shared.as_ref();
@@ -501,8 +520,7 @@ async fn deliver(
         done: None,
         stopping,
     };
-    let buffer = std::mem::take(&mut *shared.buffer.lock().unwrap_or_else(PoisonError::into_inner));
-    let encoded = match batch.into_postcard_in(buffer) {
+    let encoded = match encoded {
         Ok(encoded) => encoded,
         Err(error) => {
             error!(
@@ -571,8 +589,8 @@ async fn poll_loop<T: Source>(
     let mut batch_id: u64 = 1;
     let mut nacks: u32 = 0;
     let mut poll_failures: u32 = 0;
-    // What a poll made while the previous batch was in flight.
-    let mut ahead: Option<Result<ProducedMessages, T::Error>> = None;
+    // What a poll made (and encoded) while the previous batch was in flight.
+    let mut ahead: Option<Result<Option<Prepared>, T::Error>> = None;
     loop {
         let polled = match ahead.take() {
             Some(polled) => polled,
@@ -580,13 +598,13 @@ async fn poll_loop<T: Source>(
             None => tokio::select! {
                 biased;
                 _ = stopped(&mut stop) => break,
-                polled = source.poll() => polled,
+                polled = source.poll() => polled.map(|batch| prepare(&shared, batch)),
             },
         };
-        let batch = match polled {
-            Ok(batch) => {
+        let prepared = match polled {
+            Ok(prepared) => {
                 poll_failures = 0;
-                batch
+                prepared
             }
             Err(error) => {
                 poll_failures = poll_failures.saturating_add(1);
@@ -601,21 +619,26 @@ async fn poll_loop<T: Source>(
                 continue;
             }
         };
-        if batch.messages.is_empty() && batch.state.is_none() {
+        let Some(Prepared { count, encoded }) = prepared else {
             // Nothing to deliver; let other tasks run before polling again.
             tokio::task::yield_now().await;
             continue;
-        }
-        let count = batch.messages.len();
+        };
         let outcome = if poll_ahead {
             // Delivered from a task of its own: the runtime decodes the batch inside the send
-            // callback, and that runs on another core while this task polls ahead.
-            let sending =
-                tokio::spawn(deliver(shared.clone(), send, batch_id, batch, stop.clone()));
+            // callback, and that runs on another core while this task polls and encodes the
+            // next batch.
+            let sending = tokio::spawn(deliver(
+                shared.clone(),
+                send,
+                batch_id,
+                encoded,
+                stop.clone(),
+            ));
             ahead = tokio::select! {
                 biased;
                 _ = stopped(&mut stop) => None,
-                polled = source.poll() => Some(polled),
+                polled = source.poll() => Some(polled.map(|batch| prepare(&shared, batch))),
             };
             sending.await.unwrap_or(Outcome {
                 result: SourceBatchResult::Nack,
@@ -623,7 +646,7 @@ async fn poll_loop<T: Source>(
                 stopping: false,
             })
         } else {
-            deliver(shared.clone(), send, batch_id, batch, stop.clone()).await
+            deliver(shared.clone(), send, batch_id, encoded, stop.clone()).await
         };
         let mut keep_polling = true;
         if let Err(error) = source.on_batch_result(outcome.result).await {
