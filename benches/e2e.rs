@@ -8,7 +8,8 @@
 //! peak RSS (VmHWM) is its own. Prints rows/s, the ratio to (a) and peak RSS per mode.
 //!
 //! Run: `cargo build --release -p iggy_connector_fluss_source && cargo bench --bench e2e`.
-//! Sizes: `E2E_ROWS` (log table, default 2,000,000) and `E2E_PK_ROWS` (default 500,000).
+//! Sizes: `E2E_ROWS` (log table, default 2,000,000) and `E2E_PK_ROWS` (default 500,000);
+//! `E2E_REPEAT` rounds of all modes (default 3), each figure the median over the rounds.
 //! `FLUSS_BOOTSTRAP` reuses a running cluster instead of starting one.
 
 mod common;
@@ -266,44 +267,73 @@ fn main() {
     };
     let (log, pk) = runtime().block_on(load(cluster, rows, pk_rows));
     let exe = std::env::current_exe().expect("exe");
-    let mut results = Vec::new();
-    for (mode, table, n) in [
+    let repeat = env_usize("E2E_REPEAT", 3).max(1);
+    let modes = [
         ("bare", &log, rows),
         ("records", &log, rows),
         ("json", &log, rows),
         ("ipc", &log, rows),
         ("debezium", &pk, pk_rows),
-    ] {
-        let out = Command::new(&exe)
-            .args([
-                "--child",
+    ];
+    // Rounds of every mode in turn, so a slow patch of the shared machine hits all modes alike;
+    // each figure is the median over the rounds.
+    let mut runs: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); modes.len()];
+    for _ in 0..repeat {
+        for (i, (mode, table, n)) in modes.iter().enumerate() {
+            runs[i].push(run_child(
+                &exe,
                 mode,
                 cluster.bootstrap(),
                 table.table(),
-                &n.to_string(),
-            ])
-            .output()
-            .expect("child");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("RESULT"))
-            .unwrap_or_else(|| panic!("{mode} failed: {}", String::from_utf8_lossy(&out.stderr)));
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let seen: f64 = f[2].parse().expect("rows");
-        let secs: f64 = f[3].parse().expect("secs");
-        let rss: f64 = f[4].parse().expect("rss");
-        results.push((mode, seen, secs, rss));
+                *n,
+            ));
+        }
     }
-    let bare_rate = results[0].1 / results[0].2;
-    println!("\nmode       rows        seconds  rows/s      vs bare  peak RSS");
-    for (mode, seen, secs, rss) in &results {
-        let rate = seen / secs;
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let rate_of = |runs: &[(f64, f64, f64)]| median(&mut runs.iter().map(|r| r.0 / r.1).collect());
+    let bare_rate = rate_of(&runs[0]);
+    println!("\n{repeat} rounds; medians per mode");
+    println!("mode       rows        seconds  rows/s      vs bare  peak RSS (highest)");
+    for ((mode, _, _), runs) in modes.iter().zip(&runs) {
+        let rate = rate_of(runs);
+        let secs = median(&mut runs.iter().map(|r| r.1).collect());
+        let rss = median(&mut runs.iter().map(|r| r.2).collect());
+        let highest = runs.iter().map(|r| r.2).fold(0.0, f64::max);
         println!(
-            "{mode:<10} {seen:<11} {secs:<8.2} {rate:<11.0} {:<8.2} {:.1} MiB",
+            "{mode:<10} {:<11} {secs:<8.2} {rate:<11.0} {:<8.2} {:.1} MiB ({:.1})",
+            runs[0].0,
             rate / bare_rate,
-            rss / 1024.0
+            rss / 1024.0,
+            highest / 1024.0
         );
     }
     println!("(debezium reads the primary-key table; its ratio compares rates across tables)");
+}
+
+/// Runs one mode in a child process: (rows seen, seconds, peak RSS in KiB).
+fn run_child(
+    exe: &std::path::Path,
+    mode: &str,
+    bootstrap: &str,
+    table: &str,
+    rows: usize,
+) -> (f64, f64, f64) {
+    let out = Command::new(exe)
+        .args(["--child", mode, bootstrap, table, &rows.to_string()])
+        .output()
+        .expect("child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("RESULT"))
+        .unwrap_or_else(|| panic!("{mode} failed: {}", String::from_utf8_lossy(&out.stderr)));
+    let f: Vec<&str> = line.split_whitespace().collect();
+    (
+        f[2].parse().expect("rows"),
+        f[3].parse().expect("secs"),
+        f[4].parse().expect("rss"),
+    )
 }
