@@ -153,32 +153,29 @@ fn share_of(positions: &Positions, share: usize, readers: usize) -> Positions {
 
 /// The read-ahead loop: polls until the receiver is gone, forwarding every non-empty result
 /// and stopping after the first error (the source rebuilds the scanner after any error). It
-/// takes a slot in the channel before it polls, so no decoded result waits outside it.
+/// takes a slot in the channel before it polls, so no decoded result waits outside it, and
+/// gives the slot back after a poll that found nothing, so an idle reader never keeps a busy
+/// one waiting.
 async fn read_ahead(scanner: Arc<LogScanner>, results: mpsc::Sender<Result<ScanRecords>>) {
     loop {
         let Ok(slot) = results.reserve().await else {
             return;
         };
-        let polled = loop {
-            match call(
-                "poll",
-                READ_AHEAD_POLL + POLL_GRACE,
-                scanner.poll(READ_AHEAD_POLL),
-            )
-            .await
-            {
-                Ok(records) if records.is_empty() => {
-                    if results.is_closed() {
-                        return;
-                    }
+        let polled = call(
+            "poll",
+            READ_AHEAD_POLL + POLL_GRACE,
+            scanner.poll(READ_AHEAD_POLL),
+        )
+        .await;
+        match polled {
+            Ok(records) if records.is_empty() => drop(slot),
+            polled => {
+                let failed = polled.is_err();
+                slot.send(polled);
+                if failed {
+                    return;
                 }
-                polled => break polled,
             }
-        };
-        let failed = polled.is_err();
-        slot.send(polled);
-        if failed {
-            return;
         }
     }
 }
