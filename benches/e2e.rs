@@ -150,10 +150,7 @@ async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
 /// polled in a loop, with the plugin's Arrow IPC poll size (`max_batch_bytes / 320` for the
 /// default 8 MiB) unless `E2E_POLL_RECORDS` says otherwise.
 async fn bare_records(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
-    let poll_records = std::env::var("E2E_POLL_RECORDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or((8 << 20) / 320);
+    let poll_records = env_usize("E2E_POLL_RECORDS", (8 << 20) / 320);
     let (conn, offsets) = bare_setup(bootstrap, path, poll_records).await;
     let table = conn.get_table(path).await.expect("table");
     let scanner = table.new_scan().create_log_scanner().expect("scanner");

@@ -36,17 +36,15 @@ pub fn client_config(config: &Config) -> fluss::config::Config {
         // A batch is assembled from several polls; letting one poll return a whole batch keeps
         // the number of polls (each a pass over the fetch buffer) low. An Arrow IPC message
         // holds many rows, so there a poll brings about a quarter of a batch's bytes of rows (at
-        // some 80 bytes a row). Measured on 2M rows with the read-ahead: a fixed 10,000 took
-        // 0.64 s, `max_batch_bytes / 160` and `/ 320` both 0.69 s with peak RSS medians of 84
-        // and 79 MiB (fewer decoded rows waiting in the read-ahead).
+        // some 80 bytes a row). Measured on 2M rows with one reader (medians of 7): a fixed
+        // 10,000 took 0.72 s, `max_batch_bytes / 320` 0.67 s; `/ 160` was no faster and held
+        // 5 MiB more (decoded rows waiting in the read-ahead).
         scanner_log_max_poll_records: match config.payload_format {
             PayloadFormat::Json => config.batch_size.max(500),
             PayloadFormat::ArrowIpc => (config.max_batch_bytes / 320).clamp(10_000, 100_000),
         },
-        // fluss-rs defaults to 1 MiB per bucket per fetch round; a round trip per MiB leaves the
-        // encoder waiting. Fetch a quarter of a batch's bytes per bucket instead (measured on
-        // 2M rows in Arrow IPC mode: 1 MiB 1.18 s, 2 MiB 0.60 s; 4 MiB was no faster and
-        // raised the peak RSS by about 15 MiB, the read-ahead holding decoded rows).
+        // fluss-rs defaults to 1 MiB per bucket per fetch round; with one reader a round trip
+        // per MiB leaves the encoder waiting (see `fetch_bytes_per_bucket`).
         scanner_log_fetch_max_bytes_for_bucket: fetch_bytes_per_bucket(config),
         scanner_log_fetch_max_bytes: fetch_bytes_per_bucket(config).saturating_mul(4),
         ..fluss::config::Config::default()
@@ -69,9 +67,10 @@ pub fn client_config(config: &Config) -> fluss::config::Config {
 }
 
 /// Bytes fetched per bucket per round: a quarter of `max_batch_bytes` for one reader, an
-/// eighth when several readers fetch side by side; within 1..=16 MiB. Several readers with
-/// the smaller fetch (Arrow IPC, 2M rows, 3 readers): 0.50 s instead of 0.46 s, but peak RSS
-/// medians of 67 instead of 78 MiB.
+/// eighth when several readers fetch side by side; within 1..=16 MiB. Measured on 2M rows in
+/// Arrow IPC mode: one reader took 1.18 s with 1 MiB and 0.60 s with 2 MiB (4 MiB was no
+/// faster and held about 15 MiB more); three readers took 0.46 s with 2 MiB and 0.50 s with
+/// 1 MiB, whose peak RSS median was 67 instead of 78 MiB.
 fn fetch_bytes_per_bucket(config: &Config) -> i32 {
     let share = if readers(config) > 1 { 8 } else { 4 };
     let bytes = (config.max_batch_bytes / share).clamp(1 << 20, 16 << 20);

@@ -89,8 +89,8 @@ pub struct Headers {
 /// inserting every header into a new map per message.
 #[derive(Debug, Clone)]
 pub struct BucketHeaders {
-    /// Per change type (see `change_index`), then one without a change type.
-    rows: [BTreeMap<HeaderKey, HeaderValue>; 6],
+    /// Per change type (see `change_index`), then one without a change type (`NO_CHANGE`).
+    rows: [BTreeMap<HeaderKey, HeaderValue>; NO_CHANGE + 1],
     ipc: BTreeMap<HeaderKey, HeaderValue>,
 }
 
@@ -107,6 +107,9 @@ fn text(name: &'static str, value: &str) -> Result<HeaderValue> {
     }
     HeaderValue::from_str(&value[..end]).context(HeaderSnafu { name })
 }
+
+/// Index of the row template without a change type, after the five change types.
+const NO_CHANGE: usize = 5;
 
 fn change_index(change: ChangeType) -> usize {
     match change {
@@ -181,7 +184,7 @@ impl Headers {
         timestamp: i64,
         change: Option<ChangeType>,
     ) -> BTreeMap<HeaderKey, HeaderValue> {
-        let template = &bucket.rows[change.map_or(5, change_index)];
+        let template = &bucket.rows[change.map_or(NO_CHANGE, change_index)];
         self.stamped(template, offset, timestamp)
     }
 

@@ -7,9 +7,9 @@
 //! positions; `Nack` rebuilds the scanner at the committed positions, so the same rows come
 //! again (a plain re-seek can race an in-flight fetch in fluss-rs and skip rows).
 //!
-//! The source polls ahead ([`Source::poll_ahead`]): the SDK builds the next batch while the
-//! runtime decodes and sends the previous one, so encoding and the runtime's work overlap on
-//! two cores. Each answered batch therefore has its own staged positions ([`Progress`]); a
+//! In JSON mode the source polls ahead ([`Source::poll_ahead`]): the SDK builds the next batch
+//! while the runtime decodes and sends the previous one, so encoding and the runtime's work
+//! overlap on two cores. Each answered batch therefore has its own staged positions ([`Progress`]); a
 //! Nack drops them all, including those of the batch prepared behind it.
 
 use std::collections::{HashMap, VecDeque};
@@ -318,11 +318,13 @@ impl FlussSource {
     /// `on_offset_out_of_range = "fail"`, refused credentials and unknown faults end the poll
     /// with an error.
     async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
+        // The read-ahead stops at an error, so the scanner must start over whatever happens
+        // below: the rebuild at the end clears this, an early return leaves it to the next poll.
+        self.stale = true;
         match classify(&error) {
             Fault::OutOfRange => {
                 if let Err(reset) = self.reset_out_of_range(positions).await {
                     if classify(&reset) != Fault::Retry {
-                        self.stale = true;
                         return Err(reset);
                     }
                     // The rebuilt scanner hits the same offset again and the reset is retried.
@@ -337,11 +339,7 @@ impl FlussSource {
                 self.telemetry.retrying("reading from Fluss failed", &error);
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
-            Fault::Auth | Fault::Fatal => {
-                // The read-ahead stopped at the error; the next poll starts a new one.
-                self.stale = true;
-                return Err(error);
-            }
+            Fault::Auth | Fault::Fatal => return Err(error),
         }
         // After any poll error the scanner's own position is unknown: start over from ours.
         self.rebuild(&positions.clone()).await

@@ -4,8 +4,8 @@
 //! (contract §1.4), so every entry point looks its instance up by id. Per instance
 //! exactly one batch is in flight: poll → send → wait for the result → run the
 //! plugin's `on_batch_result` → poll again. A source that polls ahead
-//! ([`Source::poll_ahead`]) has its next poll run while the batch is in flight; the
-//! batch is sent from a task of its own either way.
+//! ([`Source::poll_ahead`]) has its batch sent from a task of its own while its next
+//! poll (and that batch's encoding) runs.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -462,15 +462,22 @@ struct Outcome {
     stopping: bool,
 }
 
+impl Outcome {
+    /// Not delivered, with no `batch_result` waiting for the hook.
+    fn nack(stopping: bool) -> Self {
+        Self {
+            result: SourceBatchResult::Nack,
+            done: None,
+            stopping,
+        }
+    }
+}
+
 /// After a timeout or stop: if `batch_result` already took the pending entry its
 /// result is on the way and wins; otherwise the batch counts as Nacked.
 async fn reclaim(shared: &Shared, rx: oneshot::Receiver<Delivered>, stopping: bool) -> Outcome {
     if shared.take_pending().is_some() {
-        return Outcome {
-            result: SourceBatchResult::Nack,
-            done: None,
-            stopping,
-        };
+        return Outcome::nack(stopping);
     }
     match rx.await {
         Ok(delivered) => Outcome {
@@ -478,11 +485,7 @@ async fn reclaim(shared: &Shared, rx: oneshot::Receiver<Delivered>, stopping: bo
             done: Some(delivered.done),
             stopping,
         },
-        Err(_) => Outcome {
-            result: SourceBatchResult::Nack,
-            done: None,
-            stopping,
-        },
+        Err(_) => Outcome::nack(stopping),
     }
 }
 
@@ -515,11 +518,6 @@ async fn deliver(
     let shared = shared.as_ref();
     let stop = &mut stop;
     let id = shared.id;
-    let local_nack = |stopping| Outcome {
-        result: SourceBatchResult::Nack,
-        done: None,
-        stopping,
-    };
     let encoded = match encoded {
         Ok(encoded) => encoded,
         Err(error) => {
@@ -527,7 +525,7 @@ async fn deliver(
                 "plugin {id}: batch {batch_id} rolled back: {}",
                 chain(&error)
             );
-            return local_nack(false);
+            return Outcome::nack(false);
         }
     };
     let (tx, mut rx) = oneshot::channel();
@@ -565,7 +563,7 @@ async fn deliver(
             done: Some(delivered.done),
             stopping: false,
         },
-        Waited::Delivered(Err(_)) => local_nack(false),
+        Waited::Delivered(Err(_)) => Outcome::nack(false),
         Waited::Stopped => reclaim(shared, rx, true).await,
         Waited::TimedOut => {
             warn!(
@@ -640,11 +638,7 @@ async fn poll_loop<T: Source>(
                 _ = stopped(&mut stop) => None,
                 polled = source.poll() => Some(polled.map(|batch| prepare(&shared, batch))),
             };
-            sending.await.unwrap_or(Outcome {
-                result: SourceBatchResult::Nack,
-                done: None,
-                stopping: false,
-            })
+            sending.await.unwrap_or(Outcome::nack(false))
         } else {
             deliver(shared.clone(), send, batch_id, encoded, stop.clone()).await
         };

@@ -119,16 +119,11 @@ impl ProducedMessages {
         )
     }
 
-    /// [`to_postcard`](Self::to_postcard) that frees every payload as soon as it is written,
-    /// so a batch is never held twice: the peak is the encoding plus one message. Postcard
-    /// writes a struct as its fields in order and a sequence as its length then its
-    /// elements, so encoding the parts one after another gives the same bytes.
-    pub fn into_postcard(self) -> Result<Vec<u8>, Error> {
-        self.into_postcard_in(Vec::new())
-    }
-
-    /// [`into_postcard`](Self::into_postcard) into `buffer` (cleared first), so one buffer
-    /// can serve batch after batch.
+    /// [`to_postcard`](Self::to_postcard) into `buffer` (cleared first, so one buffer can
+    /// serve batch after batch), freeing every payload as soon as it is written, so a batch
+    /// is never held twice: the peak is the encoding plus one message. Postcard writes a
+    /// struct as its fields in order and a sequence as its length then its elements, so
+    /// encoding the parts one after another gives the same bytes.
     pub fn into_postcard_in(self, mut buffer: Vec<u8>) -> Result<Vec<u8>, Error> {
         buffer.clear();
         buffer.reserve(self.encoded_size_hint());

@@ -126,10 +126,10 @@ fn every_vector_encodes_byte_for_byte() {
             vector["postcard_hex"].as_str().expect("hex"),
             "vector {name}: our encoding differs; compare field order and header base64"
         );
-        let streamed = batch.clone().into_postcard().expect("encodes");
+        let streamed = batch.clone().into_postcard_in(Vec::new()).expect("encodes");
         assert_eq!(
             streamed, encoded,
-            "vector {name}: into_postcard differs from to_postcard"
+            "vector {name}: into_postcard_in differs from to_postcard"
         );
         let reused = batch.into_postcard_in(vec![0xAA; 100]).expect("encodes");
         assert_eq!(
