@@ -18,6 +18,7 @@
 
 pub mod all_types;
 mod cluster;
+pub mod iggy;
 mod poll;
 pub mod read;
 pub mod tables;
