@@ -5,6 +5,8 @@
 //! * [`harness`]: dlopen, the five symbols, send/log callbacks, [`Instance`];
 //! * [`connector`]: the runtime's connector TOML, env overrides, plugin path lookup;
 //! * [`state`]: the state file, saved atomically before each Ack;
+//! * [`payload`]: what the runtime writes for a batch (decode by the batch schema, encode by
+//!   the stream's), or its rejection;
 //! * [`output`]: one JSON line per message;
 //! * [`run`](mod@run): the delivery loop with its stop conditions.
 #![cfg_attr(
@@ -16,6 +18,7 @@ pub mod connector;
 pub mod error;
 pub mod harness;
 pub mod output;
+pub mod payload;
 pub mod run;
 pub mod state;
 
@@ -23,5 +26,9 @@ pub use connector::ConnectorFile;
 pub use error::{Error, Result};
 pub use harness::{
     exported_iggy_symbols, logs, Batch, Harness, Instance, Level, LogLine, SOURCE_SYMBOLS,
+};
+pub use payload::{
+    encode_messages, runtime_payloads, MessageError, Rejection, StreamSchema, UnsupportedStream,
+    ORDERED_KEYS_LIMIT,
 };
 pub use run::{run, Output, RunOptions, RunSummary, StopReason};

@@ -7,6 +7,7 @@
 
 use fluss_source_runner::connector::{resolve_plugin_path, ConnectorFile};
 use fluss_source_runner::error::{Error, Result};
+use fluss_source_runner::payload::StreamSchema;
 use fluss_source_runner::run::{install_signal_handlers, run, Output, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,7 +18,10 @@ usage: fluss-source-runner --connector FILE [options]
 
 Loads the source plugin named by a connector file (the Iggy connectors runtime's
 format) and delivers its batches: one JSON line per message, state saved before
-each Ack. Stops on SIGINT/SIGTERM or a limit below.
+each Ack. Payloads go through the stream's encoder (the last [[streams]] schema:
+json, raw or text) as in the runtime; a batch the runtime would reject is Nacked
+with its `Rejected source batch` line on stderr. Stops on SIGINT/SIGTERM or a limit
+below.
 
 options:
   --connector FILE     connector TOML file (required)
@@ -106,6 +110,18 @@ fn options(args: Args) -> Result<RunOptions> {
     if !connector.enabled {
         eprintln!("NOTE runner: the connector is disabled (enabled = false); the runtime would skip it, the runner runs it anyway");
     }
+    let stream_schema = match connector.streams.last() {
+        Some(stream) => Some(StreamSchema::try_from(stream.schema).map_err(|error| {
+            Error::ConnectorInvalid {
+                path: connector_path.clone(),
+                reason: error.to_string(),
+            }
+        })?),
+        None => {
+            eprintln!("NOTE runner: no [[streams]]: the runtime refuses such a source (\"No streams configured for source\"); the runner keeps each batch's own schema");
+            None
+        }
+    };
     let plugin = match args.plugin {
         Some(plugin) => plugin,
         None => resolve_plugin_path(&connector.path)?,
@@ -120,6 +136,7 @@ fn options(args: Args) -> Result<RunOptions> {
             None | Some("-") => Output::Stdout,
             Some(path) => Output::File(path.into()),
         },
+        stream_schema,
         nack_every: args.nack_every,
         max_messages: args.max_messages,
         max_batches: args.max_batches,
@@ -150,11 +167,12 @@ fn main() -> ExitCode {
     match run(options) {
         Ok(summary) => {
             eprintln!(
-                "INFO runner: stopped ({:?}): {} batches, {} acked, {} nacked, {} messages",
+                "INFO runner: stopped ({:?}): {} batches, {} acked, {} nacked ({} rejected), {} messages",
                 summary.stopped_by,
                 summary.batches,
                 summary.acked,
                 summary.nacked,
+                summary.rejected,
                 summary.messages
             );
             ExitCode::SUCCESS

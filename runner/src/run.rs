@@ -1,5 +1,7 @@
-//! [`run`]: the loop the CLI runs: take a batch, write its lines, persist its state,
-//! then Ack (or Nack on schedule), like the runtime's forwarding task (contract §4.2).
+//! [`run`]: the loop the CLI runs: take a batch, turn its payloads into what the runtime
+//! writes (or reject it, as the runtime does, see [`crate::payload`]), write its lines,
+//! persist its state, then Ack (or Nack on schedule), like the runtime's forwarding task
+//! (contract §4.2).
 
 use snafu::ResultExt;
 use std::fs::File;
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{OutputSnafu, Result, WriteSnafu};
 use crate::harness::Harness;
+use crate::payload::StreamSchema;
 use crate::{output, state};
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -34,6 +37,10 @@ pub struct RunOptions {
     pub state_path: PathBuf,
     /// Where message lines go.
     pub output: Output,
+    /// The stream encoder payloads go through (the connector file's last `[[streams]]`
+    /// `schema`); `None` uses each batch's own schema, and leaves payloads of schemas the
+    /// runner does not emulate as they are.
+    pub stream_schema: Option<StreamSchema>,
     /// Nack every N-th batch (simulating a failed send: no lines, no state).
     pub nack_every: Option<u64>,
     /// Stop after acking the batch that brings the written messages to this count.
@@ -66,8 +73,10 @@ pub struct RunSummary {
     pub batches: u64,
     /// Batches acknowledged.
     pub acked: u64,
-    /// Batches nacked.
+    /// Batches nacked, on schedule or rejected.
     pub nacked: u64,
+    /// Batches nacked because the runtime would reject them (decode or encode errors).
+    pub rejected: u64,
     /// Messages written (acknowledged batches only).
     pub messages: u64,
     /// What ended the run.
@@ -114,6 +123,7 @@ pub fn run(options: RunOptions) -> Result<RunSummary> {
         batches: 0,
         acked: 0,
         nacked: 0,
+        rejected: 0,
         messages: 0,
         stopped_by: StopReason::Signal,
         close_code: 0,
@@ -138,28 +148,40 @@ pub fn run(options: RunOptions) -> Result<RunSummary> {
         let nack = options
             .nack_every
             .is_some_and(|every| every > 0 && summary.batches % every == 0);
-        if nack {
-            instance.nack(&batch);
-            summary.nacked += 1;
-        } else {
-            lines.clear();
-            output::render_batch(&batch, &mut lines);
-            // Lines are out (flushed) and state is durable before the Ack, as in the runtime.
-            let written = out
-                .write_all(lines.as_bytes())
-                .and_then(|()| out.flush())
-                .context(OutputSnafu);
-            let saved = written.and_then(|()| match &batch.messages.state {
-                Some(state) => state::persist(&options.state_path, &state.0),
-                None => Ok(()),
-            });
-            if let Err(error) = saved {
+        lines.clear();
+        match output::render_batch(&batch, options.stream_schema, &mut lines) {
+            Err(rejection) => {
+                // The runtime's one ERROR line for the batch; nothing is sent or saved.
+                eprintln!(
+                    "ERROR runner: {}",
+                    rejection.log_line(batch.batch_id, instance.id())
+                );
                 instance.nack(&batch);
-                break Err(error);
+                summary.nacked += 1;
+                summary.rejected += 1;
             }
-            instance.ack(&batch);
-            summary.acked += 1;
-            summary.messages += batch.messages.messages.len() as u64;
+            Ok(()) if nack => {
+                instance.nack(&batch);
+                summary.nacked += 1;
+            }
+            Ok(()) => {
+                // Lines are out (flushed) and state is durable before the Ack, as in the runtime.
+                let written = out
+                    .write_all(lines.as_bytes())
+                    .and_then(|()| out.flush())
+                    .context(OutputSnafu);
+                let saved = written.and_then(|()| match &batch.messages.state {
+                    Some(state) => state::persist(&options.state_path, &state.0),
+                    None => Ok(()),
+                });
+                if let Err(error) = saved {
+                    instance.nack(&batch);
+                    break Err(error);
+                }
+                instance.ack(&batch);
+                summary.acked += 1;
+                summary.messages += batch.messages.messages.len() as u64;
+            }
         }
         if options
             .max_messages

@@ -1,5 +1,6 @@
 //! The `fluss-source-runner` binary end to end: stop after N messages, restart from the
-//! saved state, and every message arrives exactly once across both runs.
+//! saved state, and every message arrives exactly once across both runs; payloads go
+//! through the stream's encoder, and batches the runtime would reject are Nacked.
 
 mod common;
 
@@ -9,6 +10,15 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn connector_file(dir: &Path, plugin_config: &str) -> std::path::PathBuf {
+    connector_file_with_stream(dir, "json", plugin_config)
+}
+
+/// A connector file for the test source whose stream has `schema = "{stream_schema}"`.
+fn connector_file_with_stream(
+    dir: &Path,
+    stream_schema: &str,
+    plugin_config: &str,
+) -> std::path::PathBuf {
     let lib = common::test_source_library();
     let lib_without_extension = lib.with_extension("");
     let text = format!(
@@ -23,7 +33,7 @@ plugin_config_format = "toml"
 [[streams]]
 stream = "test"
 topic = "numbers"
-schema = "json"
+schema = "{stream_schema}"
 
 [plugin_config]
 {plugin_config}
@@ -213,4 +223,86 @@ fn sigterm_closes_and_exits_zero() {
         "plugin close ran: {stderr}"
     );
     assert_eq!(lines(&dir.join("out.jsonl")).len(), 10);
+}
+
+#[test]
+fn a_raw_stream_rejects_every_json_batch() {
+    let dir = common::scratch_dir("cli-raw-stream");
+    // The test source declares Schema::Json; the runtime's raw encoder refuses JSON payloads.
+    let connector = connector_file_with_stream(&dir, "raw", "total = 50");
+    let output = runner(
+        &dir,
+        &[
+            "--connector",
+            connector.to_str().unwrap(),
+            "--output",
+            "out.jsonl",
+            "--max-batches",
+            "3",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let rejected: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("ERROR runner: Rejected source batch "))
+        .collect();
+    assert_eq!(rejected.len(), 3, "one runtime line per batch: {stderr}");
+    for line in &rejected {
+        assert!(
+            line.contains(" after 7 decode or processing errors for source connector with ID: ")
+                && line.contains("a json payload cannot go to a raw stream"),
+            "every message of the batch counts, the cause is named: {line}"
+        );
+    }
+    assert!(
+        stderr.contains("3 batches, 0 acked, 3 nacked (3 rejected), 0 messages"),
+        "summary counts the rejections: {stderr}"
+    );
+    assert!(lines(&dir.join("out.jsonl")).is_empty(), "nothing written");
+    assert!(
+        !dir.join("local_state/source_counter.state").exists(),
+        "no state saved for a rejected batch"
+    );
+}
+
+#[test]
+fn matching_stream_schemas_deliver_every_batch() {
+    for stream in ["json", "text"] {
+        let dir = common::scratch_dir(&format!("cli-{stream}-stream"));
+        let connector = connector_file_with_stream(&dir, stream, "total = 21");
+        let output = runner(
+            &dir,
+            &[
+                "--connector",
+                connector.to_str().unwrap(),
+                "--output",
+                "out.jsonl",
+                "--max-messages",
+                "21",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stream}: {stderr}");
+        assert!(
+            stderr.contains("3 batches, 3 acked, 0 nacked (0 rejected), 21 messages"),
+            "{stream}: {stderr}"
+        );
+        let out = lines(&dir.join("out.jsonl"));
+        assert_eq!(ids(&out), (0..21).collect::<Vec<u64>>(), "{stream}");
+        assert_eq!(out[20]["payload"], serde_json::json!({"n": 20}), "{stream}");
+    }
+}
+
+#[test]
+fn a_stream_schema_the_runner_cannot_emulate_fails_at_start() {
+    let dir = common::scratch_dir("cli-avro-stream");
+    let connector = connector_file_with_stream(&dir, "avro", "total = 5");
+    let output = runner(&dir, &["--connector", connector.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the runner emulates only json, raw and text streams"),
+        "{stderr}"
+    );
 }
