@@ -1,0 +1,70 @@
+//! Header values serialise their bytes as standard padded base64 (the runtime's JSON view of
+//! a header). Values of up to `INLINE_CAPACITY` bytes go through a hand-written encoder in
+//! `message.rs`, longer ones through the base64 crate; both must equal the base64 crate on
+//! random bytes of every length, and decode back to the same bytes.
+//!
+//! Cases per property: `PROPTEST_CASES`, default 4,096 (well under a second in debug).
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use iggy_connector_sdk::message::INLINE_CAPACITY;
+use iggy_connector_sdk::{HeaderField, HeaderKind};
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use serde_json::{json, Value};
+
+fn config() -> Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(4_096);
+    Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+/// Bytes of every length of the short path (0..=22, each tail of 0, 1 or 2 bytes) more
+/// often than the longer lengths the crate handles, up to past the 255-byte header limit.
+fn bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        3 => prop::collection::vec(any::<u8>(), 0..=INLINE_CAPACITY),
+        1 => prop::collection::vec(any::<u8>(), INLINE_CAPACITY + 1..400),
+    ]
+}
+
+/// The `value` text of a header as serde serialises it.
+fn serialized_value(field: &HeaderField) -> String {
+    match serde_json::to_value(field).expect("a header serialises") {
+        Value::Object(mut fields) => match fields.remove("value") {
+            Some(Value::String(text)) => text,
+            other => panic!("`value` is not a string: {other:?}"),
+        },
+        other => panic!("a header serialises as an object, got {other}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Raw headers (1..=255 bytes, the lengths the constructors accept).
+    #[test]
+    fn raw_header_values_are_the_base64_crate_text(bytes in bytes()) {
+        let bytes = &bytes[..bytes.len().min(255)];
+        prop_assume!(!bytes.is_empty());
+        let field = HeaderField::from_raw(bytes).expect("1..=255 bytes");
+        prop_assert_eq!(serialized_value(&field), STANDARD.encode(bytes));
+    }
+
+    /// Any length, including 0 and over 255, as a decoded field (no size rules) carries it.
+    #[test]
+    fn decoded_header_values_serialise_back_to_the_same_text(bytes in bytes()) {
+        let text = STANDARD.encode(&bytes);
+        let field: HeaderField =
+            serde_json::from_value(json!({"kind": "Raw", "value": text})).expect("decodes");
+        prop_assert_eq!(field.kind(), HeaderKind::Raw);
+        prop_assert_eq!(field.as_bytes(), &bytes[..]);
+        prop_assert_eq!(serialized_value(&field), text);
+    }
+}
