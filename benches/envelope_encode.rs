@@ -13,12 +13,12 @@ use fluss_testkit::fluss::metadata::RowType;
 use fluss_testkit::fluss::record::{ChangeType, ScanRecord};
 use fluss_testkit::fluss::row::ColumnarRow;
 use iggy_connector_fluss_source::batch::Batch;
-use iggy_connector_fluss_source::config::{ChangelogFormat, IpcCompression};
 use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
 use iggy_connector_fluss_source::encode::ipc::IpcMessages;
-use iggy_connector_fluss_source::encode::json::JsonOptions;
-use iggy_connector_fluss_source::encode::BucketContext;
-use iggy_connector_fluss_source::message::Headers;
+use iggy_connector_fluss_source::message::{BucketStamp, Stamper};
+use iggy_connector_fluss_source::options::{
+    ChangelogFormat, HeaderSet, IpcCompression, JsonOptions,
+};
 use iggy_connector_fluss_source::state::BucketKey;
 
 const ROWS: usize = 100_000;
@@ -48,23 +48,15 @@ fn records(changes: bool) -> Vec<ScanRecord> {
         .collect()
 }
 
-/// Runs `f` with the headers and bucket context of bucket 0 of `bench.t`.
-fn with_bucket(f: impl FnOnce(&Headers, &BucketContext<'_>)) {
-    let headers = Headers::new("bench.t").expect("headers");
-    let bucket_headers = headers.bucket(0, None).expect("bucket headers");
-    let context = BucketContext {
-        key: BucketKey::bucket(0),
-        partition_name: None,
-        headers: &bucket_headers,
-    };
-    f(&headers, &context);
+/// The stamp of bucket 0 of `bench.t`, with every header.
+fn stamp() -> BucketStamp {
+    Stamper::new(1, "bench.t", HeaderSet::ALL)
+        .and_then(|stamper| stamper.bucket(BucketKey::bucket(0), None))
+        .expect("stamp")
 }
 
 fn changelog(c: &mut Criterion) {
-    with_bucket(|headers, context| changelog_with(c, headers, context));
-}
-
-fn changelog_with(c: &mut Criterion, headers: &Headers, context: &BucketContext<'_>) {
+    let stamp = stamp();
     let records = records(true);
     let mut group = c.benchmark_group("changelog");
     group.throughput(Throughput::Elements(ROWS as u64));
@@ -73,7 +65,6 @@ fn changelog_with(c: &mut Criterion, headers: &Headers, context: &BucketContext<
         ("flat", ChangelogFormat::Flat),
     ] {
         let mut encoder = ChangeMessages::new(
-            1,
             "bench",
             "t",
             common::mixed_fields(),
@@ -84,7 +75,7 @@ fn changelog_with(c: &mut Criterion, headers: &Headers, context: &BucketContext<
             b.iter(|| {
                 let mut batch = Batch::new(ROWS, usize::MAX);
                 let consumed = encoder
-                    .encode(headers, context, &records, &mut batch)
+                    .encode(&stamp, &records, &mut batch)
                     .expect("encode");
                 assert_eq!(consumed, ROWS);
                 batch
@@ -95,10 +86,7 @@ fn changelog_with(c: &mut Criterion, headers: &Headers, context: &BucketContext<
 }
 
 fn ipc(c: &mut Criterion) {
-    with_bucket(|headers, context| ipc_with(c, headers, context));
-}
-
-fn ipc_with(c: &mut Criterion, headers: &Headers, context: &BucketContext<'_>) {
+    let stamp = stamp();
     let records = records(false);
     let mut group = c.benchmark_group("ipc");
     group.throughput(Throughput::Elements(ROWS as u64));
@@ -107,12 +95,12 @@ fn ipc_with(c: &mut Criterion, headers: &Headers, context: &BucketContext<'_>) {
         ("lz4", IpcCompression::Lz4),
         ("zstd", IpcCompression::Zstd),
     ] {
-        let mut encoder = IpcMessages::new(1, false, compression, 8 << 20).expect("encoder");
+        let mut encoder = IpcMessages::new(false, compression, 8 << 20).expect("encoder");
         group.bench_function(BenchmarkId::new("encode", name), |b| {
             b.iter(|| {
                 let mut batch = Batch::new(1000, usize::MAX);
                 let consumed = encoder
-                    .encode(headers, context, &records, &mut batch)
+                    .encode(&stamp, &records, &mut batch)
                     .expect("encode");
                 assert_eq!(consumed, ROWS);
                 batch

@@ -12,7 +12,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use snafu::Snafu;
 
-use crate::encode::json::{DecimalFormat, JsonOptions, TemporalFormat};
+use crate::options::{
+    ChangelogFormat, Choice, DecimalFormat, Header, HeaderSet, IpcCompression, JsonOptions,
+    OutOfRangePolicy, PayloadFormat, PayloadSchema, StartingOffset, TableType, TemporalFormat,
+};
 
 /// Default `batch_size`: upstream Iggy sources and the runtime's producer batch 1000 messages.
 pub const DEFAULT_BATCH_SIZE: usize = 1000;
@@ -44,70 +47,6 @@ fn invalid(key: &'static str, value: &Value, accepted: &str) -> ConfigError {
         key,
         message: format!("`{key}` = {value} is not valid; {accepted}"),
     }
-}
-
-/// Which kind of table `table_type` asserts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TableType {
-    /// Detect it from the table.
-    Auto,
-    /// An append-only log table.
-    Log,
-    /// A primary-key table (read as its changelog).
-    PrimaryKey,
-}
-
-/// Where buckets without saved state begin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartingOffset {
-    /// The log start of each bucket.
-    Earliest,
-    /// The high watermark: only rows written after open.
-    Latest,
-    /// The first offset whose commit timestamp is at or after this epoch millisecond.
-    Timestamp(i64),
-    /// This log offset in every bucket.
-    Offset(i64),
-}
-
-/// Message payload encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PayloadFormat {
-    /// One JSON object per row or change.
-    Json,
-    /// One Arrow IPC stream per record batch.
-    ArrowIpc,
-}
-
-/// Arrow IPC body compression.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IpcCompression {
-    /// Uncompressed buffers.
-    None,
-    /// LZ4 frame compression.
-    Lz4,
-    /// Zstandard compression.
-    Zstd,
-}
-
-/// How primary-key table changes are shaped in JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangelogFormat {
-    /// Debezium-style envelope with `op`, `before`, `after` and `source`.
-    Debezium,
-    /// The row image plus an `__op` field.
-    Flat,
-}
-
-/// What to do when a saved offset is no longer on the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutOfRangePolicy {
-    /// Continue from the log start (the skipped range is logged at ERROR).
-    Earliest,
-    /// Continue from the high watermark (the skipped range is logged at ERROR).
-    Latest,
-    /// Stop with an error.
-    Fail,
 }
 
 /// A secret that never appears in `Debug` output or logs.
@@ -155,6 +94,10 @@ pub struct Config {
     pub columns: Option<Vec<String>>,
     /// Payload encoding.
     pub payload_format: PayloadFormat,
+    /// The Iggy schema JSON payloads declare.
+    pub payload_schema: PayloadSchema,
+    /// Which headers messages carry.
+    pub headers: HeaderSet,
     /// Arrow IPC body compression.
     pub arrow_ipc_compression: IpcCompression,
     /// Shape of primary-key table changes.
@@ -218,6 +161,8 @@ struct RawConfig {
     starting_offset: Option<Value>,
     columns: Option<Value>,
     payload_format: Option<Value>,
+    payload_schema: Option<Value>,
+    headers: Option<Value>,
     arrow_ipc_compression: Option<Value>,
     changelog_format: Option<Value>,
     batch_size: Option<Value>,
@@ -245,45 +190,21 @@ impl RawConfig {
             bootstrap_servers,
             database,
             table,
-            table_type: choice(
-                "table_type",
-                self.table_type,
-                TableType::Auto,
-                &[
-                    ("auto", TableType::Auto),
-                    ("log", TableType::Log),
-                    ("primary_key", TableType::PrimaryKey),
-                ],
-            )?,
+            table_type: choice("table_type", self.table_type, TableType::Auto)?,
             starting_offset: starting_offset(self.starting_offset)?,
             columns: columns(self.columns)?,
-            payload_format: choice(
-                "payload_format",
-                self.payload_format,
-                PayloadFormat::Json,
-                &[
-                    ("json", PayloadFormat::Json),
-                    ("arrow_ipc", PayloadFormat::ArrowIpc),
-                ],
-            )?,
+            payload_format: choice("payload_format", self.payload_format, PayloadFormat::Json)?,
+            payload_schema: choice("payload_schema", self.payload_schema, PayloadSchema::Json)?,
+            headers: headers(self.headers)?,
             arrow_ipc_compression: choice(
                 "arrow_ipc_compression",
                 self.arrow_ipc_compression,
                 IpcCompression::None,
-                &[
-                    ("none", IpcCompression::None),
-                    ("lz4", IpcCompression::Lz4),
-                    ("zstd", IpcCompression::Zstd),
-                ],
             )?,
             changelog_format: choice(
                 "changelog_format",
                 self.changelog_format,
                 ChangelogFormat::Debezium,
-                &[
-                    ("debezium", ChangelogFormat::Debezium),
-                    ("flat", ChangelogFormat::Flat),
-                ],
             )?,
             batch_size: integer(
                 "batch_size",
@@ -315,31 +236,14 @@ impl RawConfig {
                 "on_offset_out_of_range",
                 self.on_offset_out_of_range,
                 OutOfRangePolicy::Earliest,
-                &[
-                    ("earliest", OutOfRangePolicy::Earliest),
-                    ("latest", OutOfRangePolicy::Latest),
-                    ("fail", OutOfRangePolicy::Fail),
-                ],
             )?,
             json: JsonOptions {
                 temporal: choice(
                     "temporal_format",
                     self.temporal_format,
                     TemporalFormat::Iso8601,
-                    &[
-                        ("iso8601", TemporalFormat::Iso8601),
-                        ("epoch", TemporalFormat::Epoch),
-                    ],
                 )?,
-                decimal: choice(
-                    "decimal_format",
-                    self.decimal_format,
-                    DecimalFormat::String,
-                    &[
-                        ("string", DecimalFormat::String),
-                        ("number", DecimalFormat::Number),
-                    ],
-                )?,
+                decimal: choice("decimal_format", self.decimal_format, DecimalFormat::String)?,
             },
             include_metadata: boolean("include_metadata", self.include_metadata, false)?,
             sasl,
@@ -398,23 +302,65 @@ fn bootstrap(value: Value) -> Result<String, ConfigError> {
     Ok(servers.join(","))
 }
 
-fn choice<T: Copy>(
+fn accepted_names<T: Choice>() -> String {
+    let names: Vec<String> = T::CHOICES.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+    format!("use one of {}", names.join(", "))
+}
+
+fn choice<T: Choice>(
     key: &'static str,
     value: Option<Value>,
     default: T,
-    options: &[(&str, T)],
 ) -> Result<T, ConfigError> {
     let Some(value) = value.filter(|v| !v.is_null()) else {
         return Ok(default);
     };
-    let names: Vec<String> = options.iter().map(|(n, _)| format!("\"{n}\"")).collect();
-    let accepted = format!("use one of {}", names.join(", "));
-    let s = text(key, &value, &accepted)?;
-    options
+    let s = text(key, &value, &accepted_names::<T>())?;
+    T::CHOICES
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(&s))
         .map(|(_, t)| *t)
-        .ok_or_else(|| invalid(key, &value, &accepted))
+        .ok_or_else(|| invalid(key, &value, &accepted_names::<T>()))
+}
+
+/// `headers`: `"all"`, `"none"`, or a list (or comma-separated string) of header names.
+fn headers(value: Option<Value>) -> Result<HeaderSet, ConfigError> {
+    const KEY: &str = "headers";
+    let accepted = || {
+        format!(
+            "use \"all\", \"none\" or a list of header names ({})",
+            accepted_names::<Header>().trim_start_matches("use one of ")
+        )
+    };
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(HeaderSet::ALL);
+    };
+    let names: Vec<String> = match &value {
+        Value::String(s) if s.trim().eq_ignore_ascii_case("all") => return Ok(HeaderSet::ALL),
+        Value::String(s) if s.trim().eq_ignore_ascii_case("none") => return Ok(HeaderSet::NONE),
+        Value::String(s) => s.split(',').map(|n| n.trim().to_owned()).collect(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| text(KEY, item, &accepted()))
+            .collect::<Result<_, _>>()?,
+        _ => return Err(invalid(KEY, &value, &accepted())),
+    };
+    let mut selected = Vec::with_capacity(names.len());
+    for name in &names {
+        let header = Header::CHOICES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, h)| *h)
+            .ok_or_else(|| ConfigError {
+                key: KEY,
+                message: format!(
+                    "`headers` names an unknown header \"{name}\"; {}",
+                    accepted()
+                ),
+            })?;
+        selected.push(header);
+    }
+    Ok(HeaderSet::of(&selected))
 }
 
 fn integer(
@@ -619,6 +565,8 @@ mod tests {
         assert_eq!(c.starting_offset, StartingOffset::Earliest);
         assert_eq!(c.columns, None);
         assert_eq!(c.payload_format, PayloadFormat::Json);
+        assert_eq!(c.payload_schema, PayloadSchema::Json);
+        assert_eq!(c.headers, HeaderSet::ALL);
         assert_eq!(c.arrow_ipc_compression, IpcCompression::None);
         assert_eq!(c.changelog_format, ChangelogFormat::Debezium);
         assert_eq!(c.batch_size, 1000);
@@ -722,6 +670,54 @@ mod tests {
             assert_eq!(e.key, key);
             assert!(e.message.contains("use one of"), "{e}");
         }
+    }
+
+    #[test]
+    fn payload_schema_is_json_or_raw() {
+        let c = parse(json!({"payload_schema": "RAW"})).unwrap();
+        assert_eq!(c.payload_schema, PayloadSchema::Raw);
+        let e = error_for(json!({"payload_schema": "avro"}));
+        assert_eq!(
+            e.to_string(),
+            "invalid plugin_config: `payload_schema` = \"avro\" is not valid; use one of \"json\", \"raw\""
+        );
+    }
+
+    #[test]
+    fn headers_are_all_none_or_a_list_of_names() {
+        assert_eq!(
+            parse(json!({"headers": "all"})).unwrap().headers,
+            HeaderSet::ALL
+        );
+        assert_eq!(
+            parse(json!({"headers": "None"})).unwrap().headers,
+            HeaderSet::NONE
+        );
+        assert_eq!(
+            parse(json!({"headers": []})).unwrap().headers,
+            HeaderSet::NONE
+        );
+        let two = HeaderSet::of(&[Header::Offset, Header::Bucket]);
+        assert_eq!(
+            parse(json!({"headers": ["fluss_offset", "fluss_bucket"]}))
+                .unwrap()
+                .headers,
+            two
+        );
+        assert_eq!(
+            parse(json!({"headers": "fluss_offset, FLUSS_BUCKET"}))
+                .unwrap()
+                .headers,
+            two,
+            "a comma-separated string, as an environment override gives it"
+        );
+        let e = error_for(json!({"headers": ["fluss_offset", "offset"]}));
+        assert_eq!(
+            e.to_string(),
+            "invalid plugin_config: `headers` names an unknown header \"offset\"; use \"all\", \"none\" or a list of header names (\"fluss_table\", \"fluss_bucket\", \"fluss_offset\", \"fluss_timestamp\", \"fluss_change_type\", \"fluss_partition\", \"fluss_row_count\")"
+        );
+        let e = error_for(json!({"headers": 5}));
+        assert_eq!(e.key, "headers");
     }
 
     #[test]

@@ -10,8 +10,9 @@ use fluss::error::FlussError;
 use fluss::metadata::{DataField, TableInfo, TablePath};
 use snafu::ResultExt;
 
-use crate::config::{Config, PayloadFormat, TableType};
+use crate::config::Config;
 use crate::error::{fault, Error, Fault, FlussSnafu, Result};
+use crate::options::{PayloadFormat, TableType};
 
 /// How long one Fluss request may take before it counts as hung. fluss-rs has no request
 /// timeout of its own, so every call is bounded by this.

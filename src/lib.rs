@@ -6,13 +6,15 @@
 //! and persists the next offset of every bucket through the runtime's state file.
 //!
 //! Modules, in the order data flows:
+//! - [`options`]: the values of every enumerated key, listed once;
 //! - [`config`]: `[plugin_config]` parsed and validated key by key;
 //! - [`connect`]: the cluster connection and the checks `open` makes on the table;
 //! - [`state`]: positions, staged until Ack, persisted as versioned MessagePack;
 //! - [`scan`]: the fluss-rs scanner, starting offsets and partition discovery;
 //! - [`batch`]: batch limits across several client polls;
+//! - [`runtime_json`]: what the runtime's re-encoding of JSON payloads can carry;
 //! - [`encode`]: records to payloads (JSON rows, …);
-//! - [`message`]: message ids and headers;
+//! - [`message`]: message ids and headers, stamped per bucket;
 //! - [`telemetry`]: every log line;
 //! - [`source`]: the `Source` implementation that wires them together.
 #![cfg_attr(
@@ -26,6 +28,8 @@ pub mod connect;
 pub mod encode;
 pub mod error;
 pub mod message;
+pub mod options;
+pub mod runtime_json;
 pub mod scan;
 pub mod source;
 pub mod state;

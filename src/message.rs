@@ -18,31 +18,16 @@
 //! field, which keeps ids deterministic but only probably unique.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use fluss::record::ChangeType;
 use fluss::{BucketId, PartitionId, TableId};
-use iggy_connector_sdk::{HeaderKey, HeaderValue};
+use iggy_connector_sdk::{HeaderKey, HeaderValue, ProducedMessage};
 use snafu::ResultExt;
 
 use crate::error::{HeaderSnafu, Result};
-
-/// Header names, as documented in the README.
-pub mod names {
-    /// `db.table` (string).
-    pub const TABLE: &str = "fluss_table";
-    /// Bucket number (int32).
-    pub const BUCKET: &str = "fluss_bucket";
-    /// Log offset of the row, or of the first row of an Arrow batch (int64).
-    pub const OFFSET: &str = "fluss_offset";
-    /// Commit timestamp of the row's record batch, epoch ms (int64).
-    pub const TIMESTAMP: &str = "fluss_timestamp";
-    /// `+A`, `+I`, `-U`, `+U` or `-D` (string; not on Arrow IPC messages).
-    pub const CHANGE_TYPE: &str = "fluss_change_type";
-    /// Partition name (string; partitioned tables only).
-    pub const PARTITION: &str = "fluss_partition";
-    /// Rows in an Arrow IPC message (int64).
-    pub const ROW_COUNT: &str = "fluss_row_count";
-}
+use crate::options::{Choice, Header, HeaderSet};
+use crate::state::BucketKey;
 
 fn fold(value: u64, bits: u32) -> u128 {
     let mask = (1u64 << bits) - 1;
@@ -70,42 +55,45 @@ pub fn message_id(
         | fold(offset as u64, 56)
 }
 
-/// Header keys and the values that stay the same for a whole source.
-#[derive(Debug, Clone)]
-pub struct Headers {
-    table_key: HeaderKey,
+type HeaderMap = BTreeMap<HeaderKey, HeaderValue>;
+
+/// The keys of the headers whose values change per message.
+#[derive(Debug)]
+struct StampKeys {
+    offset: HeaderKey,
+    timestamp: HeaderKey,
+    row_count: HeaderKey,
+}
+
+/// What every message of a source shares: the table id, the selected headers and the values
+/// that never change. [`Stamper::bucket`] derives the [`BucketStamp`] each encoder uses.
+#[derive(Debug)]
+pub struct Stamper {
+    table_id: TableId,
+    selected: HeaderSet,
+    keys: Arc<StampKeys>,
+    table: (HeaderKey, HeaderValue),
     bucket_key: HeaderKey,
-    offset_key: HeaderKey,
-    timestamp_key: HeaderKey,
-    change_type_key: HeaderKey,
     partition_key: HeaderKey,
-    row_count_key: HeaderKey,
-    table: HeaderValue,
+    change_type_key: HeaderKey,
     change_types: [HeaderValue; 5],
 }
 
-/// The headers of one bucket, prebuilt: a complete map per message kind whose offset,
-/// timestamp (and row count) are placeholders. Cloning a map and setting those is cheaper than
-/// inserting every header into a new map per message.
-#[derive(Debug, Clone)]
-pub struct BucketHeaders {
-    /// Per change type (see `change_index`), then one without a change type (`NO_CHANGE`).
-    rows: [BTreeMap<HeaderKey, HeaderValue>; NO_CHANGE + 1],
-    ipc: BTreeMap<HeaderKey, HeaderValue>,
-}
-
-fn key(name: &'static str) -> Result<HeaderKey> {
+fn key(header: Header) -> Result<HeaderKey> {
+    let name = header.name();
     HeaderKey::from_static_str(name).context(HeaderSnafu { name })
 }
 
 /// A string header value; Iggy allows 1..=255 bytes, so a longer name is cut at a character
 /// boundary (Fluss table and partition names are far shorter).
-fn text(name: &'static str, value: &str) -> Result<HeaderValue> {
+fn text(header: Header, value: &str) -> Result<HeaderValue> {
     let mut end = value.len().min(255);
     while !value.is_char_boundary(end) {
         end -= 1;
     }
-    HeaderValue::from_str(&value[..end]).context(HeaderSnafu { name })
+    HeaderValue::from_str(&value[..end]).context(HeaderSnafu {
+        name: header.name(),
+    })
 }
 
 /// Index of the row template without a change type, after the five change types.
@@ -121,49 +109,83 @@ fn change_index(change: ChangeType) -> usize {
     }
 }
 
-impl Headers {
-    /// Headers for rows of `qualified_table` (`db.table`).
-    pub fn new(qualified_table: &str) -> Result<Self> {
-        let change = |c: ChangeType| text(names::CHANGE_TYPE, c.short_string());
+impl Stamper {
+    /// Stamps for messages of table `table_id` (`qualified_table` = `db.table`) carrying the
+    /// `selected` headers.
+    pub fn new(table_id: TableId, qualified_table: &str, selected: HeaderSet) -> Result<Self> {
+        let change = |c: ChangeType| text(Header::ChangeType, c.short_string());
+        let change_types = [
+            change(ChangeType::AppendOnly)?,
+            change(ChangeType::Insert)?,
+            change(ChangeType::UpdateBefore)?,
+            change(ChangeType::UpdateAfter)?,
+            change(ChangeType::Delete)?,
+        ];
         Ok(Self {
-            table_key: key(names::TABLE)?,
-            bucket_key: key(names::BUCKET)?,
-            offset_key: key(names::OFFSET)?,
-            timestamp_key: key(names::TIMESTAMP)?,
-            change_type_key: key(names::CHANGE_TYPE)?,
-            partition_key: key(names::PARTITION)?,
-            row_count_key: key(names::ROW_COUNT)?,
-            table: text(names::TABLE, qualified_table)?,
-            change_types: [
-                change(ChangeType::AppendOnly)?,
-                change(ChangeType::Insert)?,
-                change(ChangeType::UpdateBefore)?,
-                change(ChangeType::UpdateAfter)?,
-                change(ChangeType::Delete)?,
-            ],
+            table_id,
+            selected,
+            keys: Arc::new(StampKeys {
+                offset: key(Header::Offset)?,
+                timestamp: key(Header::Timestamp)?,
+                row_count: key(Header::RowCount)?,
+            }),
+            table: (key(Header::Table)?, text(Header::Table, qualified_table)?),
+            bucket_key: key(Header::Bucket)?,
+            partition_key: key(Header::Partition)?,
+            change_type_key: key(Header::ChangeType)?,
+            change_types,
         })
     }
 
-    /// The per-bucket part, built once per bucket.
-    pub fn bucket(&self, bucket: BucketId, partition_name: Option<&str>) -> Result<BucketHeaders> {
-        let mut common = BTreeMap::new();
-        common.insert(self.table_key.clone(), self.table.clone());
-        common.insert(self.bucket_key.clone(), HeaderValue::from_i32(bucket));
-        common.insert(self.offset_key.clone(), HeaderValue::from_i64(0));
-        common.insert(self.timestamp_key.clone(), HeaderValue::from_i64(0));
+    /// The stamp of one bucket, built once per bucket: a complete header map per message
+    /// kind whose offset, timestamp (and row count) are placeholders. Cloning a map and
+    /// setting those is cheaper than inserting every header into a new map per message.
+    pub fn bucket(&self, key: BucketKey, partition_name: Option<&str>) -> Result<BucketStamp> {
+        let selected = self.selected;
+        let mut common = HeaderMap::new();
+        let mut put = |header: Header, k: &HeaderKey, v: HeaderValue| {
+            if selected.contains(header) {
+                common.insert(k.clone(), v);
+            }
+        };
+        put(Header::Table, &self.table.0, self.table.1.clone());
+        put(
+            Header::Bucket,
+            &self.bucket_key,
+            HeaderValue::from_i32(key.bucket),
+        );
+        put(Header::Offset, &self.keys.offset, HeaderValue::from_i64(0));
+        put(
+            Header::Timestamp,
+            &self.keys.timestamp,
+            HeaderValue::from_i64(0),
+        );
         if let Some(partition) = partition_name {
-            common.insert(
-                self.partition_key.clone(),
-                text(names::PARTITION, partition)?,
+            put(
+                Header::Partition,
+                &self.partition_key,
+                text(Header::Partition, partition)?,
             );
         }
-        let with = |key: &HeaderKey, value: &HeaderValue| {
+        let with = |header: Header, key: &HeaderKey, value: &HeaderValue| {
             let mut map = common.clone();
-            map.insert(key.clone(), value.clone());
+            if selected.contains(header) {
+                map.insert(key.clone(), value.clone());
+            }
             map
         };
-        let change = |i: usize| with(&self.change_type_key, &self.change_types[i]);
-        Ok(BucketHeaders {
+        let change = |i: usize| {
+            with(
+                Header::ChangeType,
+                &self.change_type_key,
+                &self.change_types[i],
+            )
+        };
+        Ok(BucketStamp {
+            table_id: self.table_id,
+            key,
+            partition_name: partition_name.map(str::to_owned),
+            keys: self.keys.clone(),
             rows: [
                 change(0),
                 change(1),
@@ -172,62 +194,121 @@ impl Headers {
                 change(4),
                 common.clone(),
             ],
-            ipc: with(&self.row_count_key, &HeaderValue::from_i64(0)),
+            ipc: with(
+                Header::RowCount,
+                &self.keys.row_count,
+                &HeaderValue::from_i64(0),
+            ),
         })
     }
+}
 
-    /// Headers of one row or change.
+/// Everything that identifies the messages of one bucket: it gives each message its id and
+/// headers, for every encoder.
+#[derive(Debug, Clone)]
+pub struct BucketStamp {
+    table_id: TableId,
+    key: BucketKey,
+    partition_name: Option<String>,
+    keys: Arc<StampKeys>,
+    /// Per change type (see `change_index`), then one without a change type (`NO_CHANGE`).
+    rows: [HeaderMap; NO_CHANGE + 1],
+    ipc: HeaderMap,
+}
+
+impl BucketStamp {
+    /// Which bucket (and partition).
+    pub fn key(&self) -> BucketKey {
+        self.key
+    }
+
+    /// The partition name, for partitioned tables.
+    pub fn partition_name(&self) -> Option<&str> {
+        self.partition_name.as_deref()
+    }
+
+    /// The message of one row or change whose (first) record is at `offset`.
     pub fn row(
         &self,
-        bucket: &BucketHeaders,
         offset: i64,
         timestamp: i64,
         change: Option<ChangeType>,
-    ) -> BTreeMap<HeaderKey, HeaderValue> {
-        let template = &bucket.rows[change.map_or(NO_CHANGE, change_index)];
-        self.stamped(template, offset, timestamp)
+        payload: Vec<u8>,
+    ) -> ProducedMessage {
+        let template = &self.rows[change.map_or(NO_CHANGE, change_index)];
+        let headers = self.stamped(template, offset, timestamp, None);
+        self.message(offset, headers, payload)
     }
 
-    /// Headers of an Arrow IPC message holding `rows` rows starting at `first_offset`.
+    /// The Arrow IPC message holding `rows` rows starting at `first_offset`.
     pub fn ipc(
         &self,
-        bucket: &BucketHeaders,
         first_offset: i64,
         timestamp: i64,
         rows: usize,
-    ) -> BTreeMap<HeaderKey, HeaderValue> {
-        let mut headers = self.stamped(&bucket.ipc, first_offset, timestamp);
-        set(
-            &mut headers,
-            &self.row_count_key,
-            HeaderValue::from_i64(rows as i64),
-        );
-        headers
+        payload: Vec<u8>,
+    ) -> ProducedMessage {
+        let headers = self.stamped(&self.ipc, first_offset, timestamp, Some(rows));
+        self.message(first_offset, headers, payload)
     }
 
+    fn message(
+        &self,
+        offset: i64,
+        headers: Option<HeaderMap>,
+        payload: Vec<u8>,
+    ) -> ProducedMessage {
+        ProducedMessage {
+            id: Some(message_id(
+                self.table_id,
+                self.key.partition,
+                self.key.bucket,
+                offset,
+            )),
+            checksum: None,
+            timestamp: None,
+            origin_timestamp: None,
+            headers,
+            payload,
+        }
+    }
+
+    /// The template with its placeholders set; `None` when no header is selected, which
+    /// the runtime decodes for free.
     fn stamped(
         &self,
-        template: &BTreeMap<HeaderKey, HeaderValue>,
+        template: &HeaderMap,
         offset: i64,
         timestamp: i64,
-    ) -> BTreeMap<HeaderKey, HeaderValue> {
+        rows: Option<usize>,
+    ) -> Option<HeaderMap> {
+        if template.is_empty() {
+            return None;
+        }
         let mut headers = template.clone();
         set(
             &mut headers,
-            &self.offset_key,
+            &self.keys.offset,
             HeaderValue::from_i64(offset),
         );
         set(
             &mut headers,
-            &self.timestamp_key,
+            &self.keys.timestamp,
             HeaderValue::from_i64(timestamp),
         );
-        headers
+        if let Some(rows) = rows {
+            set(
+                &mut headers,
+                &self.keys.row_count,
+                HeaderValue::from_i64(rows as i64),
+            );
+        }
+        Some(headers)
     }
 }
 
-/// Replaces the placeholder of a prebuilt header.
-fn set(headers: &mut BTreeMap<HeaderKey, HeaderValue>, key: &HeaderKey, value: HeaderValue) {
+/// Replaces the placeholder of a prebuilt header (a header that is not selected has none).
+fn set(headers: &mut HeaderMap, key: &HeaderKey, value: HeaderValue) {
     if let Some(slot) = headers.get_mut(key) {
         *slot = value;
     }
@@ -278,65 +359,101 @@ mod tests {
         assert_eq!(a >> 126, 1);
     }
 
+    fn header(m: &ProducedMessage, header: Header) -> Option<&HeaderValue> {
+        m.headers
+            .as_ref()
+            .and_then(|h| h.get(&HeaderKey::new(header.name()).unwrap()))
+    }
+
+    fn stamp(selected: HeaderSet, partition: Option<&str>) -> BucketStamp {
+        let stamper = Stamper::new(3, "fluss.orders", selected).unwrap();
+        let key = BucketKey {
+            partition: partition.map(|_| 7),
+            bucket: 2,
+        };
+        stamper.bucket(key, partition).unwrap()
+    }
+
     #[test]
-    fn row_headers_carry_the_contract_fields() {
-        let headers = Headers::new("fluss.orders").unwrap();
-        let bucket = headers.bucket(2, Some("2026")).unwrap();
-        let h = headers.row(&bucket, 41, 1_700_000_000_000, Some(ChangeType::Insert));
-        let get = |name: &str| h.get(&HeaderKey::new(name).unwrap()).unwrap();
-        assert_eq!(get(names::TABLE).as_str().unwrap(), "fluss.orders");
-        assert_eq!(get(names::BUCKET).as_i32().unwrap(), 2);
-        assert_eq!(get(names::OFFSET).as_i64().unwrap(), 41);
-        assert_eq!(get(names::TIMESTAMP).as_i64().unwrap(), 1_700_000_000_000);
-        assert_eq!(get(names::CHANGE_TYPE).as_str().unwrap(), "+I");
-        assert_eq!(get(names::PARTITION).as_str().unwrap(), "2026");
-        assert_eq!(h.len(), 6);
+    fn row_messages_carry_the_contract_fields_and_id() {
+        let m = stamp(HeaderSet::ALL, Some("2026")).row(
+            41,
+            1_700_000_000_000,
+            Some(ChangeType::Insert),
+            b"{}".to_vec(),
+        );
+        assert_eq!(m.id, Some(message_id(3, Some(7), 2, 41)));
+        assert_eq!(m.payload, b"{}");
+        let get = |h: Header| header(&m, h).unwrap().clone();
+        assert_eq!(get(Header::Table).as_str().unwrap(), "fluss.orders");
+        assert_eq!(get(Header::Bucket).as_i32().unwrap(), 2);
+        assert_eq!(get(Header::Offset).as_i64().unwrap(), 41);
+        assert_eq!(get(Header::Timestamp).as_i64().unwrap(), 1_700_000_000_000);
+        assert_eq!(get(Header::ChangeType).as_str().unwrap(), "+I");
+        assert_eq!(get(Header::Partition).as_str().unwrap(), "2026");
+        assert_eq!(m.headers.as_ref().unwrap().len(), 6);
     }
 
     #[test]
     fn prebuilt_headers_are_stamped_per_message_without_leaking_between_them() {
-        let headers = Headers::new("fluss.orders").unwrap();
-        let bucket = headers.bucket(1, None).unwrap();
-        let first = headers.row(&bucket, 7, 100, None);
-        let second = headers.row(&bucket, 8, 200, Some(ChangeType::Delete));
-        let get = |h: &BTreeMap<HeaderKey, HeaderValue>, name: &str| {
-            h.get(&HeaderKey::new(name).unwrap()).cloned()
-        };
-        assert_eq!(get(&first, names::OFFSET).unwrap().as_i64().unwrap(), 7);
+        let bucket = stamp(HeaderSet::ALL, None);
+        let first = bucket.row(7, 100, None, Vec::new());
+        let second = bucket.row(8, 200, Some(ChangeType::Delete), Vec::new());
+        let value = |m: &ProducedMessage, h: Header| header(m, h).unwrap().as_i64().unwrap();
+        assert_eq!(value(&first, Header::Offset), 7);
+        assert_eq!(value(&first, Header::Timestamp), 100);
+        assert!(header(&first, Header::ChangeType).is_none());
+        assert_eq!(first.headers.as_ref().unwrap().len(), 4);
+        assert_eq!(value(&second, Header::Offset), 8);
+        assert_eq!(value(&second, Header::Timestamp), 200);
         assert_eq!(
-            get(&first, names::TIMESTAMP).unwrap().as_i64().unwrap(),
-            100
-        );
-        assert!(get(&first, names::CHANGE_TYPE).is_none());
-        assert_eq!(first.len(), 4);
-        assert_eq!(get(&second, names::OFFSET).unwrap().as_i64().unwrap(), 8);
-        assert_eq!(
-            get(&second, names::TIMESTAMP).unwrap().as_i64().unwrap(),
-            200
-        );
-        assert_eq!(
-            get(&second, names::CHANGE_TYPE).unwrap().as_str().unwrap(),
+            header(&second, Header::ChangeType)
+                .unwrap()
+                .as_str()
+                .unwrap(),
             "-D"
         );
-        let ipc = headers.ipc(&bucket, 9, 300, 12);
-        assert_eq!(get(&ipc, names::OFFSET).unwrap().as_i64().unwrap(), 9);
-        assert_eq!(get(&ipc, names::ROW_COUNT).unwrap().as_i64().unwrap(), 12);
-        assert_eq!(ipc.len(), 5);
+        let ipc = bucket.ipc(9, 300, 12, Vec::new());
+        assert_eq!(value(&ipc, Header::Offset), 9);
+        assert_eq!(value(&ipc, Header::RowCount), 12);
+        assert_eq!(ipc.headers.as_ref().unwrap().len(), 5);
+        assert_eq!(ipc.id, Some(message_id(3, None, 2, 9)));
     }
 
     #[test]
     fn ipc_headers_have_row_count_and_no_change_type() {
-        let headers = Headers::new("fluss.orders").unwrap();
-        let bucket = headers.bucket(0, None).unwrap();
-        let h = headers.ipc(&bucket, 10, 5, 300);
-        assert_eq!(
-            h.get(&HeaderKey::new(names::ROW_COUNT).unwrap())
-                .unwrap()
-                .as_i64()
-                .unwrap(),
-            300
+        let m = stamp(HeaderSet::ALL, None).ipc(10, 5, 300, Vec::new());
+        assert_eq!(header(&m, Header::RowCount).unwrap().as_i64().unwrap(), 300);
+        assert!(header(&m, Header::ChangeType).is_none());
+        assert!(header(&m, Header::Partition).is_none());
+    }
+
+    #[test]
+    fn only_selected_headers_are_attached() {
+        let bucket = stamp(
+            HeaderSet::of(&[Header::Offset, Header::RowCount]),
+            Some("p"),
         );
-        assert!(!h.contains_key(&HeaderKey::new(names::CHANGE_TYPE).unwrap()));
-        assert!(!h.contains_key(&HeaderKey::new(names::PARTITION).unwrap()));
+        let row = bucket.row(5, 6, Some(ChangeType::Insert), Vec::new());
+        assert_eq!(row.headers.as_ref().unwrap().len(), 1);
+        assert_eq!(header(&row, Header::Offset).unwrap().as_i64().unwrap(), 5);
+        let ipc = bucket.ipc(5, 6, 2, Vec::new());
+        assert_eq!(ipc.headers.as_ref().unwrap().len(), 2);
+        assert_eq!(header(&ipc, Header::RowCount).unwrap().as_i64().unwrap(), 2);
+    }
+
+    #[test]
+    fn no_headers_means_none_but_ids_stay() {
+        let bucket = stamp(HeaderSet::NONE, Some("p"));
+        let row = bucket.row(5, 6, Some(ChangeType::Insert), Vec::new());
+        assert_eq!(row.headers, None);
+        assert_eq!(row.id, Some(message_id(3, Some(7), 2, 5)));
+        assert_eq!(bucket.ipc(5, 6, 2, Vec::new()).headers, None);
+        let only_rows = stamp(HeaderSet::of(&[Header::RowCount]), None);
+        assert_eq!(
+            only_rows.row(1, 1, None, Vec::new()).headers,
+            None,
+            "a JSON row has no row-count header, so nothing is left"
+        );
     }
 }

@@ -17,19 +17,19 @@ use std::time::{Duration, Instant};
 
 use fluss::record::ScanRecord;
 use fluss::rpc::message::OffsetSpec;
-use iggy_connector_sdk::{ConnectorState, ProducedMessages, Source, SourceBatchResult};
+use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, SourceBatchResult};
 
 use crate::batch::Batch;
-use crate::config::{Config, OutOfRangePolicy, PayloadFormat};
+use crate::config::Config;
 use crate::connect::{self, Table};
-use crate::encode::{
-    cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, BucketContext, PayloadEncoder,
-};
+use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, PayloadEncoder};
 use crate::error::{fault, Error, Fault, Result};
-use crate::message::{BucketHeaders, Headers};
+use crate::message::{BucketStamp, Stamper};
+use crate::options::{OutOfRangePolicy, PayloadFormat, PayloadSchema};
+use crate::runtime_json;
 use crate::scan::partitions::{self, PartitionNames};
 use crate::scan::{offsets, Scanner};
-use crate::state::{BucketKey, Positions, Progress, SavedState};
+use crate::state::{BucketKey, Positions, Progress, SavedState, Tally};
 use crate::telemetry::Telemetry;
 
 /// Pause after a failed client poll before trying again.
@@ -55,9 +55,10 @@ pub struct FlussSource {
     scanner: Scanner,
     progress: Progress,
     partitions: PartitionNames,
-    headers: Headers,
-    bucket_headers: HashMap<BucketKey, BucketHeaders>,
+    stamper: Stamper,
+    stamps: HashMap<BucketKey, BucketStamp>,
     encoder: PayloadEncoder,
+    schema: Schema,
     pending: VecDeque<Pending>,
     last_discovery: Instant,
     /// The scanner must be rebuilt at `progress.current()` before it is read again: a rebuild
@@ -84,6 +85,8 @@ impl Source for FlussSource {
             saved.check_table(table.id(), &qualified)?;
         }
         let encoder = encoder_for(&config, &table)?;
+        let key_order = runtime_json::check(&config, &table.fields, table.primary_key)
+            .map_err(|source| Error::Config { source })?;
         let partitions = if table.info.is_partitioned() {
             partitions::list(&table).await?
         } else {
@@ -109,14 +112,10 @@ impl Source for FlussSource {
             starts.push((key, offset, "starting_offset"));
         }
         starts.sort_by_key(|(k, _, _)| *k);
-        let headers = Headers::new(&qualified)?;
-        let mut bucket_headers = HashMap::new();
+        let stamper = Stamper::new(table.id(), &qualified, config.headers)?;
+        let mut stamps = HashMap::new();
         for key in &all_keys {
-            let name = key
-                .partition
-                .and_then(|p| partitions.get(&p))
-                .map(String::as_str);
-            bucket_headers.insert(*key, headers.bucket(key.bucket, name)?);
+            stamps.insert(*key, stamp(&stamper, &partitions, *key)?);
         }
         let scanner = Scanner::build(&table, &committed, connect::readers(&config)).await?;
         let telemetry = Telemetry::new(id, &qualified, config.verbose_logging);
@@ -141,14 +140,18 @@ impl Source for FlussSource {
             ),
             &starts,
         );
+        if let Some(warning) = key_order {
+            telemetry.key_order(&warning);
+        }
         Ok(Self {
+            schema: batch_schema(&config),
             config,
             table,
             scanner,
             progress: Progress::new(committed),
             partitions,
-            headers,
-            bucket_headers,
+            stamper,
+            stamps,
             encoder,
             pending: VecDeque::new(),
             last_discovery: Instant::now(),
@@ -201,7 +204,13 @@ impl Source for FlussSource {
         let state = if &positions != self.progress.current() {
             let state =
                 SavedState::encode(self.table.id(), &self.config.qualified_table(), &positions)?;
-            self.progress.stage(positions);
+            self.progress.stage(
+                positions,
+                Tally {
+                    messages: batch.len() as u64,
+                    rows: records as u64,
+                },
+            );
             Some(state)
         } else {
             None
@@ -211,7 +220,7 @@ impl Source for FlussSource {
                 .batch(batch.len(), records, batch.bytes(), encode_time);
         }
         Ok(ProducedMessages {
-            schema: self.encoder.schema(),
+            schema: self.schema,
             messages: batch.into_messages(),
             state,
         })
@@ -228,7 +237,8 @@ impl Source for FlussSource {
     async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {
         match result {
             SourceBatchResult::Ack => {
-                self.progress.commit();
+                let tally = self.progress.commit();
+                self.telemetry.acknowledged(tally);
                 Ok(())
             }
             SourceBatchResult::Nack => {
@@ -258,24 +268,12 @@ impl FlussSource {
             let Some(mut pending) = self.pending.pop_front() else {
                 break;
             };
-            let Some(bucket_headers) = self.bucket_headers.get(&pending.key) else {
+            let Some(stamp) = self.stamps.get(&pending.key) else {
                 // A bucket of a partition dropped meanwhile: its rows are gone with it.
                 continue;
             };
-            let partition_name = pending
-                .key
-                .partition
-                .and_then(|p| self.partitions.get(&p))
-                .map(String::as_str);
-            let context = BucketContext {
-                key: pending.key,
-                partition_name,
-                headers: bucket_headers,
-            };
             let records = &pending.records[pending.next..];
-            let consumed = self
-                .encoder
-                .encode(&self.headers, &context, records, batch)?;
+            let consumed = self.encoder.encode(stamp, records, batch)?;
             if consumed > 0 {
                 positions.insert(pending.key, records[consumed - 1].offset() + 1);
                 pending.next += consumed;
@@ -520,7 +518,7 @@ impl FlussSource {
         for (partition, _) in &dropped {
             for key in bucket_keys(&self.table, [*partition]) {
                 self.progress.forget(&key);
-                self.bucket_headers.remove(&key);
+                self.stamps.remove(&key);
                 self.pending.retain(|p| p.key != key);
                 // The scanner already ignores a vanished partition; unsubscribing stops its
                 // warnings. A failure here is harmless.
@@ -542,12 +540,8 @@ impl FlussSource {
         )
         .await?;
         for (key, offset) in &starts {
-            let name = key
-                .partition
-                .and_then(|p| self.partitions.get(&p))
-                .map(String::as_str);
-            self.bucket_headers
-                .insert(*key, self.headers.bucket(key.bucket, name)?);
+            self.stamps
+                .insert(*key, stamp(&self.stamper, &self.partitions, *key)?);
             self.progress.set_committed(*key, *offset);
         }
         self.scanner.subscribe(&starts).await?;
@@ -583,17 +577,30 @@ fn bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> Vec<
     }
 }
 
+/// The stamp of bucket `key`, named after its partition.
+fn stamp(stamper: &Stamper, partitions: &PartitionNames, key: BucketKey) -> Result<BucketStamp> {
+    let name = key.partition.and_then(|p| partitions.get(&p));
+    stamper.bucket(key, name.map(String::as_str))
+}
+
+/// The schema batches declare: Arrow IPC is always raw bytes; JSON says what
+/// `payload_schema` asks for.
+fn batch_schema(config: &Config) -> Schema {
+    match (config.payload_format, config.payload_schema) {
+        (PayloadFormat::ArrowIpc, _) | (PayloadFormat::Json, PayloadSchema::Raw) => Schema::Raw,
+        (PayloadFormat::Json, PayloadSchema::Json) => Schema::Json,
+    }
+}
+
 fn encoder_for(config: &Config, table: &Table) -> Result<PayloadEncoder> {
     Ok(if config.payload_format == PayloadFormat::ArrowIpc {
         PayloadEncoder::Ipc(IpcMessages::new(
-            table.id(),
             table.primary_key,
             config.arrow_ipc_compression,
             config.max_batch_bytes,
         )?)
     } else if table.primary_key {
         PayloadEncoder::Changes(ChangeMessages::new(
-            table.id(),
             &config.database,
             &config.table,
             table.fields.clone(),
@@ -602,7 +609,6 @@ fn encoder_for(config: &Config, table: &Table) -> Result<PayloadEncoder> {
         ))
     } else {
         PayloadEncoder::Rows(RowMessages::new(
-            table.id(),
             table.fields.clone(),
             config.json,
             config.include_metadata,

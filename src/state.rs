@@ -141,7 +141,16 @@ impl SavedState {
 #[derive(Debug, Clone, Default)]
 pub struct Progress {
     committed: Positions,
-    staged: VecDeque<Positions>,
+    staged: VecDeque<(Positions, Tally)>,
+}
+
+/// What one batch carried, counted when the runtime acknowledges it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Messages in the batch.
+    pub messages: u64,
+    /// Fluss records they hold (an Arrow IPC message or an update pair holds several).
+    pub rows: u64,
 }
 
 impl Progress {
@@ -160,18 +169,23 @@ impl Progress {
 
     /// The positions the next batch starts from: the newest staged ones, if any.
     pub fn current(&self) -> &Positions {
-        self.staged.back().unwrap_or(&self.committed)
+        self.staged.back().map_or(&self.committed, |(p, _)| p)
     }
 
-    /// Records the positions reached by a batch being handed over.
-    pub fn stage(&mut self, positions: Positions) {
-        self.staged.push_back(positions);
+    /// Records the positions reached by a batch being handed over, and what it carries.
+    pub fn stage(&mut self, positions: Positions, tally: Tally) {
+        self.staged.push_back((positions, tally));
     }
 
     /// The runtime acknowledged the oldest staged batch: its positions become committed.
-    pub fn commit(&mut self) {
-        if let Some(staged) = self.staged.pop_front() {
-            self.committed = staged;
+    /// Returns what that batch carried.
+    pub fn commit(&mut self) -> Tally {
+        match self.staged.pop_front() {
+            Some((staged, tally)) => {
+                self.committed = staged;
+                tally
+            }
+            None => Tally::default(),
         }
     }
 
@@ -183,7 +197,7 @@ impl Progress {
     /// Adds or moves a committed position outside a batch (new partitions, out-of-range resets).
     pub fn set_committed(&mut self, key: BucketKey, offset: i64) {
         self.committed.insert(key, offset);
-        for staged in &mut self.staged {
+        for (staged, _) in &mut self.staged {
             staged.insert(key, offset);
         }
     }
@@ -191,7 +205,7 @@ impl Progress {
     /// Forgets a bucket everywhere (its partition was dropped).
     pub fn forget(&mut self, key: &BucketKey) {
         self.committed.remove(key);
-        for staged in &mut self.staged {
+        for (staged, _) in &mut self.staged {
             staged.remove(key);
         }
     }
@@ -283,12 +297,12 @@ mod tests {
         let mut progress = Progress::new(positions());
         let mut next = positions();
         next.insert(BucketKey::bucket(0), 20);
-        progress.stage(next.clone());
+        progress.stage(next.clone(), Tally::default());
         assert_eq!(progress.current(), &next);
         progress.rollback();
         assert_eq!(progress.committed(), &positions());
         assert_eq!(progress.current(), &positions());
-        progress.stage(next.clone());
+        progress.stage(next.clone(), Tally::default());
         progress.commit();
         assert_eq!(progress.committed(), &next);
     }
@@ -301,17 +315,25 @@ mod tests {
             p
         };
         let mut progress = Progress::new(at(10));
-        progress.stage(at(20));
-        progress.stage(at(30));
+        let tally = |messages| Tally {
+            messages,
+            rows: 2 * messages,
+        };
+        progress.stage(at(20), tally(1));
+        progress.stage(at(30), tally(2));
         assert_eq!(
             progress.current(),
             &at(30),
             "the next poll starts after both"
         );
-        progress.commit();
+        assert_eq!(
+            progress.commit(),
+            tally(1),
+            "an Ack counts the oldest batch"
+        );
         assert_eq!(progress.committed(), &at(20), "an Ack commits the oldest");
         assert_eq!(progress.current(), &at(30));
-        progress.stage(at(40));
+        progress.stage(at(40), tally(3));
         progress.rollback();
         assert_eq!(progress.committed(), &at(20));
         assert_eq!(
@@ -319,7 +341,11 @@ mod tests {
             &at(20),
             "a Nack drops every staged batch"
         );
-        progress.commit();
+        assert_eq!(
+            progress.commit(),
+            Tally::default(),
+            "nothing staged, nothing counted"
+        );
         assert_eq!(
             progress.committed(),
             &at(20),
@@ -330,8 +356,8 @@ mod tests {
     #[test]
     fn new_buckets_reach_both_committed_and_staged() {
         let mut progress = Progress::new(Positions::new());
-        progress.stage(Positions::new());
-        progress.stage(Positions::new());
+        progress.stage(Positions::new(), Tally::default());
+        progress.stage(Positions::new(), Tally::default());
         progress.set_committed(BucketKey::bucket(5), 3);
         assert_eq!(progress.current().get(&BucketKey::bucket(5)), Some(&3));
         progress.commit();

@@ -5,7 +5,7 @@
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
-use crate::state::{BucketKey, Positions};
+use crate::state::{BucketKey, Positions, Tally};
 
 /// How often a progress line is written.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
@@ -43,11 +43,6 @@ impl Telemetry {
         }
     }
 
-    /// The line prefix, for errors logged elsewhere.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
     /// The one INFO line at open.
     pub fn opened(&self, summary: &str, starts: &[(BucketKey, i64, &'static str)]) {
         let starts: Vec<String> = starts
@@ -65,13 +60,15 @@ impl Telemetry {
         );
     }
 
+    /// JSON payloads whose key order the runtime will not keep (see [`crate::runtime_json`]).
+    pub fn key_order(&self, warning: &str) {
+        tracing::warn!("{}: {warning}", self.prefix);
+    }
+
     /// One line per batch handed over, at DEBUG (INFO with `verbose_logging`).
     /// `rows` counts changelog records, so an Arrow IPC message or an update pair counts for
     /// every row it holds.
-    pub fn batch(&mut self, messages: usize, rows: usize, bytes: usize, encode: Duration) {
-        self.messages_total += messages as u64;
-        self.rows_total += rows as u64;
-        self.rows_since_progress += rows as u64;
+    pub fn batch(&self, messages: usize, rows: usize, bytes: usize, encode: Duration) {
         if self.verbose {
             tracing::info!(
                 "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
@@ -85,6 +82,13 @@ impl Telemetry {
                 encode.as_micros()
             );
         }
+    }
+
+    /// The runtime acknowledged a batch: only delivered messages count in the totals.
+    pub fn acknowledged(&mut self, tally: Tally) {
+        self.messages_total += tally.messages;
+        self.rows_total += tally.rows;
+        self.rows_since_progress += tally.rows;
     }
 
     /// Whether a progress line is due.
@@ -106,7 +110,7 @@ impl Telemetry {
             })
             .collect();
         tracing::info!(
-            "{}: progress rows_total={} messages_total={} rows_per_s={rate:.0} lag=[{}]",
+            "{}: progress acknowledged rows_total={} messages_total={} rows_per_s={rate:.0} lag=[{}]",
             self.prefix,
             self.rows_total,
             self.messages_total,
@@ -196,7 +200,7 @@ impl Telemetry {
     /// The INFO line at close.
     pub fn closed(&self) {
         tracing::info!(
-            "{}: closed after {} messages ({} rows)",
+            "{}: closed after {} acknowledged messages ({} rows)",
             self.prefix,
             self.messages_total,
             self.rows_total

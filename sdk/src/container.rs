@@ -313,8 +313,10 @@ impl<T: Source> Container<T> {
     }
 
     /// `iggy_source_batch_result`: 0 once the plugin's `on_batch_result` has run for the
-    /// pending batch; -1 for an unknown id, no pending batch, another batch id, an invalid
-    /// result byte (applied as Nack) or a result after which polling stopped.
+    /// pending batch, even when polling stops after it (that is logged here, once; the runtime
+    /// would only log "Plugin returned: -1" without the cause); -1 for an unknown id, no
+    /// pending batch, another batch id, an invalid result byte (applied as Nack) or a hook
+    /// that did not finish in time.
     pub fn batch_result(&self, id: u32, batch_id: u64, code: u8) -> i32 {
         let Some(slot) = self.slot(id) else {
             debug!(
@@ -363,7 +365,7 @@ impl<T: Source> Container<T> {
             return -1;
         }
         match done_rx.recv_timeout(slot.shared.policy.hook_timeout) {
-            Ok(true) if valid => 0,
+            Ok(_) if valid => 0,
             Ok(_) => -1,
             Err(_) => {
                 warn!(
@@ -438,6 +440,14 @@ impl<T: Source> Container<T> {
         self.remove(id);
         code
     }
+}
+
+/// The one line logged when the runtime Nacked `nacks` batches in a row and polling stops:
+/// the runtime's own lines say what failed, this one says what it means and how to recover.
+fn nack_storm(id: u32, nacks: u32) -> String {
+    format!(
+        "plugin {id}: the runtime did not accept {nacks} batches in a row, so polling stops until the connector is restarted; nothing after the last accepted batch was acknowledged, so nothing is lost. Likely causes: the `[[streams]] schema` does not fit the payloads (the runtime logs \"Rejected source batch\" or \"Failed to decode message payload\"; raw payloads need `schema = \"raw\"`, JSON payloads declared as json need `schema = \"json\"`), or the Iggy server cannot be reached (the runtime logs \"Failed to send\"). Fix the cause, then restart the connector"
+    )
 }
 
 async fn stopped(stop: &mut watch::Receiver<bool>) {
@@ -662,7 +672,7 @@ async fn poll_loop<T: Source>(
                 nacks = nacks.saturating_add(1);
                 debug!("plugin {id}: batch {batch_id} not acknowledged ({nacks} in a row)");
                 if nacks >= policy.max_consecutive_nacks && !outcome.stopping {
-                    error!("plugin {id}: {nacks} consecutive Nacks; polling stops until the connector restarts");
+                    error!("{}", nack_storm(id, nacks));
                     keep_polling = false;
                 }
             }

@@ -11,14 +11,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use arrow_array::RecordBatch;
 use fluss::metadata::DataField;
 use fluss::record::{ChangeType, ScanRecord};
-use fluss::TableId;
 
+use super::arrow_batch;
 use super::json::{write_json_string, JsonOptions, RowEncoder};
-use super::{arrow_batch, BucketContext};
 use crate::batch::Batch;
-use crate::config::ChangelogFormat;
 use crate::error::{Error, Result};
-use crate::message::Headers;
+use crate::message::BucketStamp;
+use crate::options::ChangelogFormat;
 
 /// The Debezium `op` of a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +101,6 @@ pub fn next_change(records: &[ScanRecord]) -> Option<Change<'_>> {
 
 /// Encodes primary-key table changes as JSON messages.
 pub struct ChangeMessages {
-    table_id: TableId,
     fields: Vec<DataField>,
     options: JsonOptions,
     format: ChangelogFormat,
@@ -137,7 +135,6 @@ impl<'r> Encoders<'r> {
 impl ChangeMessages {
     /// An encoder for changes of `db.table`, whose scanned columns are `fields`.
     pub fn new(
-        table_id: TableId,
         database: &str,
         table: &str,
         fields: Vec<DataField>,
@@ -150,7 +147,6 @@ impl ChangeMessages {
         write_json_string(&mut source_prefix, table);
         source_prefix.extend_from_slice(br#","partition":"#);
         Self {
-            table_id,
             fields,
             options,
             format,
@@ -161,8 +157,7 @@ impl ChangeMessages {
     /// See [`super::PayloadEncoder::encode`].
     pub fn encode(
         &mut self,
-        headers: &Headers,
-        bucket: &BucketContext<'_>,
+        bucket: &BucketStamp,
         records: &[ScanRecord],
         batch: &mut Batch,
     ) -> Result<usize> {
@@ -191,13 +186,12 @@ impl ChangeMessages {
                 ChangelogFormat::Flat => self.write_flat(&mut encoders, &change, &mut payload)?,
             }
             payload_hint = payload.len() + 32;
-            let headers = headers.row(
-                bucket.headers,
+            batch.push(bucket.row(
                 first.offset(),
                 first.timestamp(),
                 Some(change.change_type()),
-            );
-            batch.push(bucket.message(self.table_id, first.offset(), headers, payload));
+                payload,
+            ));
             consumed += change.records;
         }
         Ok(consumed)
@@ -223,7 +217,7 @@ impl ChangeMessages {
         &self,
         encoders: &mut Encoders<'r>,
         change: &Change<'r>,
-        bucket: &BucketContext<'_>,
+        bucket: &BucketStamp,
         now_ms: i64,
         out: &mut Vec<u8>,
     ) -> Result<()> {
@@ -235,7 +229,7 @@ impl ChangeMessages {
         Self::write_image(encoders, change.after, out)?;
         out.push(b',');
         out.extend_from_slice(&self.source_prefix);
-        match bucket.partition_name {
+        match bucket.partition_name() {
             Some(name) => write_json_string(out, name),
             None => out.extend_from_slice(b"null"),
         }
@@ -245,7 +239,9 @@ impl ChangeMessages {
         let _ = write!(
             out,
             r#","bucket":{},"offset":{},"ts_ms":{}}},"ts_ms":{now_ms}}}"#,
-            bucket.key.bucket, first.0, first.1
+            bucket.key().bucket,
+            first.0,
+            first.1
         );
         Ok(())
     }
@@ -284,7 +280,8 @@ mod tests {
     use fluss::row::ColumnarRow;
 
     use super::*;
-    use crate::message::Headers;
+    use crate::message::Stamper;
+    use crate::options::HeaderSet;
     use crate::state::BucketKey;
 
     fn fields() -> Vec<DataField> {
@@ -322,19 +319,13 @@ mod tests {
     }
 
     fn encode(format: ChangelogFormat, records: &[ScanRecord]) -> (usize, Vec<String>) {
-        let headers = Headers::new("db.t").unwrap();
-        let bucket_headers = headers.bucket(1, None).unwrap();
-        let context = BucketContext {
-            key: BucketKey::bucket(1),
-            partition_name: None,
-            headers: &bucket_headers,
-        };
-        let mut encoder =
-            ChangeMessages::new(7, "db", "t", fields(), JsonOptions::default(), format);
-        let mut batch = Batch::new(100, 1 << 20);
-        let consumed = encoder
-            .encode(&headers, &context, records, &mut batch)
+        let stamp = Stamper::new(7, "db.t", HeaderSet::ALL)
+            .unwrap()
+            .bucket(BucketKey::bucket(1), None)
             .unwrap();
+        let mut encoder = ChangeMessages::new("db", "t", fields(), JsonOptions::default(), format);
+        let mut batch = Batch::new(100, 1 << 20);
+        let consumed = encoder.encode(&stamp, records, &mut batch).unwrap();
         let payloads = batch
             .into_messages()
             .into_iter()

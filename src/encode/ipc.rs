@@ -13,17 +13,15 @@ use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_ipc::CompressionType;
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use fluss::record::{ChangeType, ScanRecord};
-use fluss::TableId;
 
-use super::{arrow_batch, batch_runs, BucketContext};
+use super::{arrow_batch, batch_runs};
 use crate::batch::Batch;
-use crate::config::IpcCompression;
 use crate::error::{Error, Result};
-use crate::message::Headers;
+use crate::message::BucketStamp;
+use crate::options::IpcCompression;
 
 /// Encodes runs of rows as Arrow IPC stream messages.
 pub struct IpcMessages {
-    table_id: TableId,
     changelog: bool,
     options: IpcWriteOptions,
     max_bytes: usize,
@@ -43,12 +41,7 @@ fn change_name(change: ChangeType) -> &'static str {
 
 impl IpcMessages {
     /// An encoder for a log table (`changelog = false`) or a primary-key table.
-    pub fn new(
-        table_id: TableId,
-        changelog: bool,
-        compression: IpcCompression,
-        max_bytes: usize,
-    ) -> Result<Self> {
+    pub fn new(changelog: bool, compression: IpcCompression, max_bytes: usize) -> Result<Self> {
         let compression = match compression {
             IpcCompression::None => None,
             IpcCompression::Lz4 => Some(CompressionType::LZ4_FRAME),
@@ -58,7 +51,6 @@ impl IpcMessages {
             .try_with_compression(compression)
             .map_err(|source| Error::Ipc { source })?;
         Ok(Self {
-            table_id,
             changelog,
             options,
             max_bytes,
@@ -69,8 +61,7 @@ impl IpcMessages {
     /// See [`super::PayloadEncoder::encode`].
     pub fn encode(
         &mut self,
-        headers: &Headers,
-        bucket: &BucketContext<'_>,
+        bucket: &BucketStamp,
         records: &[ScanRecord],
         batch: &mut Batch,
     ) -> Result<usize> {
@@ -93,8 +84,7 @@ impl IpcMessages {
                     slice
                 };
                 let payload = self.write_stream(&slice)?;
-                let headers = headers.ipc(bucket.headers, first.offset(), first.timestamp(), run);
-                batch.push(bucket.message(self.table_id, first.offset(), headers, payload));
+                batch.push(bucket.ipc(first.offset(), first.timestamp(), run, payload));
                 at += run;
                 consumed += run;
             }
@@ -216,7 +206,7 @@ mod tests {
             IpcCompression::Lz4,
             IpcCompression::Zstd,
         ] {
-            let encoder = IpcMessages::new(1, false, compression, 1 << 20).unwrap();
+            let encoder = IpcMessages::new(false, compression, 1 << 20).unwrap();
             let payload = encoder.write_stream(&slice).unwrap();
             let back = read_back(&payload);
             assert_eq!(back.len(), 1, "{compression:?}");
@@ -227,7 +217,7 @@ mod tests {
     #[test]
     fn a_slice_writes_only_its_own_rows() {
         let batch = sample(100_000);
-        let encoder = IpcMessages::new(1, false, IpcCompression::None, 1 << 30).unwrap();
+        let encoder = IpcMessages::new(false, IpcCompression::None, 1 << 30).unwrap();
         let whole = encoder.write_stream(&batch).unwrap().len();
         let tenth = encoder.write_stream(&batch.slice(0, 10_000)).unwrap().len();
         assert!(

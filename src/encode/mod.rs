@@ -6,52 +6,12 @@ pub mod ipc;
 pub mod json;
 pub mod rows;
 
-use std::collections::BTreeMap;
-
 use arrow_array::RecordBatch;
 use fluss::record::ScanRecord;
-use fluss::TableId;
-use iggy_connector_sdk::{HeaderKey, HeaderValue, ProducedMessage, Schema};
 
 use crate::batch::Batch;
 use crate::error::{Error, Result};
-use crate::message::{message_id, BucketHeaders, Headers};
-use crate::state::BucketKey;
-
-/// The bucket whose records are being encoded.
-pub struct BucketContext<'a> {
-    /// Which bucket (and partition).
-    pub key: BucketKey,
-    /// Its partition name, for partitioned tables.
-    pub partition_name: Option<&'a str>,
-    /// Its precomputed header values.
-    pub headers: &'a BucketHeaders,
-}
-
-impl BucketContext<'_> {
-    /// The message for the row (or change, or first row of a run) at `offset`.
-    pub fn message(
-        &self,
-        table_id: TableId,
-        offset: i64,
-        headers: BTreeMap<HeaderKey, HeaderValue>,
-        payload: Vec<u8>,
-    ) -> ProducedMessage {
-        ProducedMessage {
-            id: Some(message_id(
-                table_id,
-                self.key.partition,
-                self.key.bucket,
-                offset,
-            )),
-            checksum: None,
-            timestamp: None,
-            origin_timestamp: None,
-            headers: Some(headers),
-            payload,
-        }
-    }
-}
+use crate::message::BucketStamp;
 
 /// The Arrow batch a scanned record points into; fluss-rs always sets it for scanned rows.
 pub fn arrow_batch(batch: Option<&RecordBatch>) -> Result<&RecordBatch> {
@@ -71,28 +31,19 @@ pub enum PayloadEncoder {
 }
 
 impl PayloadEncoder {
-    /// The batch schema the runtime decodes payloads with.
-    pub fn schema(&self) -> Schema {
-        match self {
-            PayloadEncoder::Rows(_) | PayloadEncoder::Changes(_) => Schema::Json,
-            PayloadEncoder::Ipc(_) => Schema::Raw,
-        }
-    }
-
     /// Encodes `records` (one bucket, offset order) into `batch` until it is full, returning
     /// how many records were consumed. An encoder may leave records it cannot encode alone
     /// yet (an update-before waiting for its update-after) for the next call.
     pub fn encode(
         &mut self,
-        headers: &Headers,
-        bucket: &BucketContext<'_>,
+        bucket: &BucketStamp,
         records: &[ScanRecord],
         batch: &mut Batch,
     ) -> Result<usize> {
         match self {
-            PayloadEncoder::Rows(rows) => rows.encode(headers, bucket, records, batch),
-            PayloadEncoder::Changes(changes) => changes.encode(headers, bucket, records, batch),
-            PayloadEncoder::Ipc(ipc) => ipc.encode(headers, bucket, records, batch),
+            PayloadEncoder::Rows(rows) => rows.encode(bucket, records, batch),
+            PayloadEncoder::Changes(changes) => changes.encode(bucket, records, batch),
+            PayloadEncoder::Ipc(ipc) => ipc.encode(bucket, records, batch),
         }
     }
 }

@@ -3,17 +3,15 @@
 
 use fluss::metadata::DataField;
 use fluss::record::ScanRecord;
-use fluss::TableId;
 
 use super::json::{write_json_string, JsonOptions, RowEncoder};
-use super::{arrow_batch, batch_runs, BucketContext};
+use super::{arrow_batch, batch_runs};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
-use crate::message::Headers;
+use crate::message::BucketStamp;
 
 /// Encodes log-table rows as JSON messages.
 pub struct RowMessages {
-    table_id: TableId,
     fields: Vec<DataField>,
     options: JsonOptions,
     include_metadata: bool,
@@ -21,14 +19,8 @@ pub struct RowMessages {
 
 impl RowMessages {
     /// An encoder for rows with `fields` (the scanned columns, in batch order).
-    pub fn new(
-        table_id: TableId,
-        fields: Vec<DataField>,
-        options: JsonOptions,
-        include_metadata: bool,
-    ) -> Self {
+    pub fn new(fields: Vec<DataField>, options: JsonOptions, include_metadata: bool) -> Self {
         Self {
-            table_id,
             fields,
             options,
             include_metadata,
@@ -38,8 +30,7 @@ impl RowMessages {
     /// See [`super::PayloadEncoder::encode`].
     pub fn encode(
         &mut self,
-        headers: &Headers,
-        bucket: &BucketContext<'_>,
+        bucket: &BucketStamp,
         records: &[ScanRecord],
         batch: &mut Batch,
     ) -> Result<usize> {
@@ -58,20 +49,19 @@ impl RowMessages {
                     self.write_metadata(bucket, record, &mut payload);
                 }
                 payload.push(b'}');
-                let headers = headers.row(
-                    bucket.headers,
+                batch.push(bucket.row(
                     record.offset(),
                     record.timestamp(),
                     Some(*record.change_type()),
-                );
-                batch.push(bucket.message(self.table_id, record.offset(), headers, payload));
+                    payload,
+                ));
                 consumed += 1;
             }
         }
         Ok(consumed)
     }
 
-    fn write_metadata(&self, bucket: &BucketContext<'_>, record: &ScanRecord, out: &mut Vec<u8>) {
+    fn write_metadata(&self, bucket: &BucketStamp, record: &ScanRecord, out: &mut Vec<u8>) {
         use std::io::Write;
         if !self.fields.is_empty() {
             out.push(b',');
@@ -79,9 +69,9 @@ impl RowMessages {
         let _ = write!(
             out,
             "\"_fluss\":{{\"bucket\":{},\"partition\":",
-            bucket.key.bucket
+            bucket.key().bucket
         );
-        match bucket.partition_name {
+        match bucket.partition_name() {
             Some(name) => write_json_string(out, name),
             None => out.extend_from_slice(b"null"),
         }

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use fluss::rpc::message::OffsetSpec;
 use fluss::PartitionId;
 
-use crate::config::StartingOffset;
 use crate::connect::{call, Table, CALL_TIMEOUT};
 use crate::error::Result;
+use crate::options::StartingOffset;
 use crate::state::{BucketKey, Positions};
 
 /// Asks the server for `spec` in every bucket of `keys`, one request per partition.

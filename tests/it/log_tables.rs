@@ -381,6 +381,6 @@ fn open_batch_and_close_lines_are_logged() {
     );
     assert!(mine
         .iter()
-        .any(|l| l.message.contains("closed after 20 messages")));
+        .any(|l| l.message.contains("closed after 20 acknowledged messages")));
     assert!(mine.iter().all(|l| l.level != Level::Error));
 }

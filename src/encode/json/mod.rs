@@ -30,38 +30,8 @@ use arrow_array::{Array, RecordBatch};
 use arrow_buffer::NullBuffer;
 use fluss::metadata::{DataField, DataType};
 
-/// How DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ values are written (`temporal_format`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TemporalFormat {
-    /// ISO 8601 strings with all digits of the column's precision; TIMESTAMP_LTZ ends in `Z`.
-    #[default]
-    Iso8601,
-    /// Integers: DATE as days, TIME as milliseconds of the day, timestamps as microseconds,
-    /// all counted from 1970-01-01T00:00:00 (UTC for TIMESTAMP_LTZ).
-    Epoch,
-}
-
-/// How DECIMAL values are written (`decimal_format`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecimalFormat {
-    /// Exact text in a JSON string, e.g. `"-12.340"`: safe for readers that parse numbers
-    /// as doubles.
-    #[default]
-    String,
-    /// The same exact text as a bare JSON number, e.g. `-12.340`.
-    Number,
-}
-
-/// Choices that pick encoders; they are read when a [`RowEncoder`] is built, never per row.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct JsonOptions {
-    /// Rendering of temporal columns.
-    pub temporal: TemporalFormat,
-    /// Rendering of decimal columns.
-    pub decimal: DecimalFormat,
-}
+// The options live in `crate::options`; the encoders of this module read them by these names.
+pub use crate::options::{DecimalFormat, JsonOptions, TemporalFormat};
 
 /// A column the encoder cannot handle; raised while building a [`RowEncoder`], never per row.
 #[derive(Clone, Debug, PartialEq, Eq)]
