@@ -1,13 +1,10 @@
-//! Fuzzing the two parsers that take untrusted bytes at `open`: the plugin config
+//! Property tests of the two parsers that take untrusted bytes at `open`: the plugin config
 //! (`Config::parse`, JSON from the connector file and environment) and the saved state
-//! (`SavedState::decode`, MessagePack from the runtime's state file). Neither may panic
-//! on any input; every refusal must carry a message.
+//! (`SavedState::decode`, MessagePack from the runtime's state file). Neither may panic on
+//! any input, every refusal must carry a message, and state round-trips.
 //!
-//! Each property runs `PROPTEST_CASES` inputs (default 3,000: 21,000 in all, about 10 s
-//! in a debug build, which is what CI runs). The long run was done once with
-//! `PROPTEST_CASES=150000 cargo test -p iggy_connector_fluss_source --test fuzz`
-//! = 1,050,000 inputs over the seven properties: all passed, no panic, 145 s in a debug
-//! build on 2 cores.
+//! Each property runs `PROPTEST_CASES` inputs (default 3,000: 21,000 in all, about 10 s in
+//! a debug build, which is what CI runs).
 
 use std::collections::BTreeMap;
 
