@@ -13,3 +13,4 @@ mod fixture;
 mod log_tables;
 mod pk_script;
 mod process;
+mod runtime_payloads;
