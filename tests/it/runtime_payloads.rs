@@ -158,7 +158,8 @@ fn a_wide_row_loses_its_key_order_through_a_json_stream_but_not_its_values() {
             assert_eq!(key_order(&message.payload), columns, "plugin bytes");
             // ... but the runtime parses each payload into simd-json's value tree, whose
             // objects wider than ORDERED_KEYS_LIMIT (32) keys are hash maps, and writes it
-            // back in hash order: the topic's keys are not in schema order. The values are unchanged.
+            // back in hash order: the topic's keys are not in schema order. The values are
+            // unchanged.
             let mut order = key_order(written);
             assert_ne!(order, columns, "a {WIDE_COLUMNS}-key object keeps no order");
             order.sort();
