@@ -12,7 +12,8 @@
 //!
 //! Every row, under each `temporal_format` x `decimal_format`, must be JSON, parse to the
 //! reference's value (a readable diff), and equal the reference's text byte for byte (key
-//! order is the column order, decimals are the exact digits).
+//! order is the column order, decimals are the exact digits). Handed over as messages, each
+//! row is one message with the same object (plus `_fluss` when asked for).
 //!
 //! Cases per property: `PROPTEST_CASES`, default 1,024 (about 2 s in a debug build).
 
@@ -24,9 +25,12 @@ use arrow_array::Array;
 use arrow_schema::{DataType as ArrowType, TimeUnit};
 use base64::Engine as _;
 use fluss::metadata::{DataField, DataType, DataTypes};
+use fluss::record::ChangeType;
+use iggy_connector_fluss_source::batch::Batch;
 use iggy_connector_fluss_source::encode::json::{
     DecimalFormat, JsonOptions, RowEncoder, TemporalFormat,
 };
+use iggy_connector_fluss_source::encode::rows::RowMessages;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -389,20 +393,37 @@ fn object(
     )
 }
 
-/// Encodes every row of the case under `options` and checks it against the reference.
-fn check(case: &Case, options: JsonOptions) -> Result<(), TestCaseError> {
+/// How the rows are handed over as messages: with or without the `_fluss` object, in a
+/// partition or not.
+#[derive(Clone, Debug)]
+struct Delivery {
+    include_metadata: bool,
+    partition: Option<String>,
+}
+
+fn delivery() -> impl Strategy<Value = Delivery> {
+    (
+        any::<bool>(),
+        prop::option::of("[a-z0-9=\"\\\\é\\x01]{1,12}"),
+    )
+        .prop_map(|(include_metadata, partition)| Delivery {
+            include_metadata,
+            partition,
+        })
+}
+
+/// Encodes the case's rows under `options`, alone (`RowEncoder` on the sliced batch) and as
+/// messages (`RowMessages` on records of the whole batch), and checks both against the
+/// reference.
+fn check(case: &Case, options: JsonOptions, delivery: &Delivery) -> Result<(), TestCaseError> {
     let batch = case.batch();
     let mut encoder = RowEncoder::try_new(&case.fields, &batch, options)
         .map_err(|e| TestCaseError::fail(format!("encoder refused the batch: {e}")))?;
-    let mut messages = Vec::new();
+    let mut references = Vec::new();
     for row in 0..batch.num_rows() {
         let mut payload = Vec::with_capacity(encoder.size_hint());
         encoder.write_object(row, &mut payload);
-        messages.push(payload);
-    }
-    prop_assert_eq!(messages.len(), batch.num_rows(), "one message per row");
-    for (row, payload) in messages.iter().enumerate() {
-        let text = String::from_utf8(payload.clone())
+        let text = String::from_utf8(payload)
             .map_err(|e| TestCaseError::fail(format!("row {row} is not UTF-8: {e}")))?;
         let parsed: Value = serde_json::from_str(&text).map_err(|e| {
             TestCaseError::fail(format!(
@@ -418,10 +439,52 @@ fn check(case: &Case, options: JsonOptions) -> Result<(), TestCaseError> {
             options
         );
         prop_assert_eq!(&text, &reference.text(), "row {} under {:?}", row, options);
-        // `write_fields` is the same body without braces, appended after existing bytes.
-        let mut body = b"prefix".to_vec();
-        encoder.write_fields(row, &mut body);
-        prop_assert_eq!(&body[6..], &payload[1..payload.len() - 1]);
+        references.push(reference);
+    }
+
+    let records = arrow_cases::records(
+        &case.fields,
+        case.full_batch(),
+        (case.offset..case.offset + case.len).map(|r| (r, ChangeType::AppendOnly)),
+        1_000,
+    );
+    let mut messages = Batch::new(usize::MAX, usize::MAX);
+    let consumed = RowMessages::new(case.fields.clone(), options, delivery.include_metadata)
+        .encode(
+            &arrow_cases::stamp(delivery.partition.as_deref()),
+            &records,
+            &mut messages,
+        )
+        .map_err(|e| TestCaseError::fail(format!("RowMessages failed: {e}")))?;
+    prop_assert_eq!(consumed, records.len());
+    let messages = messages.into_messages();
+    prop_assert_eq!(messages.len(), records.len(), "one message per row");
+    for ((message, record), reference) in messages.iter().zip(&records).zip(references) {
+        let Json::Object(mut fields) = reference else {
+            unreachable!("a row is an object")
+        };
+        if delivery.include_metadata {
+            let partition = match &delivery.partition {
+                Some(name) => Json::Text(name.clone()),
+                None => Json::Null,
+            };
+            fields.push((
+                "_fluss".into(),
+                Json::Object(vec![
+                    ("bucket".into(), Json::number(3)),
+                    ("partition".into(), partition),
+                    ("offset".into(), Json::number(record.offset())),
+                    ("timestamp".into(), Json::number(record.timestamp())),
+                ]),
+            ));
+        }
+        let text = String::from_utf8_lossy(&message.payload);
+        prop_assert_eq!(
+            text,
+            Json::Object(fields).text(),
+            "message of offset {}",
+            record.offset()
+        );
     }
     Ok(())
 }
@@ -430,9 +493,9 @@ proptest! {
     #![proptest_config(config(1_024))]
 
     #[test]
-    fn rows_equal_the_reference_under_every_option(case in case()) {
+    fn rows_equal_the_reference_under_every_option(case in case(), delivery in delivery()) {
         for options in OPTIONS {
-            check(&case, options)?;
+            check(&case, options, &delivery)?;
         }
     }
 }
@@ -479,5 +542,9 @@ fn the_reference_renders_the_readme_examples() {
         row.text(),
         r#"{"d":"123.4500","day":"2026-11-30","t":"13:45:07.123","ts":"2026-11-30T13:45:07.123456","ltz":"2026-11-30T13:45:07.123456Z"}"#
     );
-    check(&case, OPTIONS[0]).unwrap();
+    let delivery = Delivery {
+        include_metadata: true,
+        partition: Some("p=1".into()),
+    };
+    check(&case, OPTIONS[0], &delivery).unwrap();
 }

@@ -4,6 +4,9 @@
 //! arrays (with the Arrow types of `fluss::record::to_arrow_type`, as the scanner delivers
 //! them), so shrinking works on plain values and a failure prints readable ones.
 
+// Each test binary that includes this module uses only part of it.
+#![allow(dead_code)]
+
 use std::sync::Arc;
 
 use arrow_array::{
@@ -15,8 +18,12 @@ use arrow_array::{
 };
 use arrow_buffer::{NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType as ArrowType, Field, Schema};
-use fluss::metadata::{DataField, DataType, DataTypes};
-use fluss::record::to_arrow_type;
+use fluss::metadata::{DataField, DataType, DataTypes, RowType};
+use fluss::record::{to_arrow_type, ChangeType, ScanRecord};
+use fluss::row::ColumnarRow;
+use iggy_connector_fluss_source::message::{BucketStamp, Stamper};
+use iggy_connector_fluss_source::options::HeaderSet;
+use iggy_connector_fluss_source::state::BucketKey;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::Config;
@@ -90,6 +97,43 @@ impl Case {
     pub fn batch(&self) -> RecordBatch {
         self.full_batch().slice(self.offset, self.len)
     }
+}
+
+/// Scanned records of rows `row_ids` of `batch`, as fluss-rs hands them over: all pointing
+/// at one shared batch (the encoders group records by that pointer), row `r` at log offset
+/// `first_offset + r`, timestamp `r` and the given change type.
+pub fn records(
+    fields: &[DataField],
+    batch: RecordBatch,
+    row_ids: impl IntoIterator<Item = (usize, ChangeType)>,
+    first_offset: i64,
+) -> Vec<ScanRecord> {
+    let row = ColumnarRow::new(
+        Arc::new(batch),
+        Arc::new(RowType::new(fields.to_vec())),
+        0,
+        None,
+    )
+    .expect("fluss-rs reads the generated batch");
+    row_ids
+        .into_iter()
+        .map(|(id, change)| {
+            let mut row = row.clone();
+            row.set_row_id(id);
+            ScanRecord::new(row, first_offset + id as i64, id as i64, change)
+        })
+        .collect()
+}
+
+/// The stamp of bucket 3 of table 7 (`db.t`), in partition `partition` if given.
+pub fn stamp(partition: Option<&str>) -> BucketStamp {
+    let key = BucketKey {
+        partition: partition.map(|_| 11),
+        bucket: 3,
+    };
+    Stamper::new(7, "db.t", HeaderSet::ALL)
+        .and_then(|s| s.bucket(key, partition))
+        .expect("a stamp for a short table and partition name")
 }
 
 fn arrow_type(data_type: &DataType) -> ArrowType {
@@ -262,7 +306,12 @@ pub fn optional(data_type: &DataType) -> BoxedStrategy<Option<Cell>> {
 
 /// Up to 5 columns of any types and up to 8 rows, encoded through a random window.
 pub fn case() -> impl Strategy<Value = Case> {
-    (prop::collection::vec(data_type(), 1..6), 0usize..9)
+    case_of(0..9)
+}
+
+/// Up to 5 columns of any types and `rows` rows, encoded through a random window.
+pub fn case_of(rows: std::ops::Range<usize>) -> impl Strategy<Value = Case> {
+    (prop::collection::vec(data_type(), 1..6), rows)
         .prop_flat_map(|(types, rows)| {
             let columns: Vec<_> = types
                 .iter()
