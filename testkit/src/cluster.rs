@@ -333,6 +333,94 @@ impl Cluster {
         }
     }
 
+    /// Stops the coordinator gracefully (SIGTERM, then SIGKILL after 20 s) and
+    /// leaves it down until [`Self::start_coordinator`]; ZooKeeper and the
+    /// tablet servers keep running.
+    ///
+    /// The script has no command for this (its `restart-coordinator` stops
+    /// and starts in one go), so the signal is sent from here, to the pid the
+    /// script recorded, and only while the script's `status` (which checks
+    /// that pid still runs a JVM of this cluster) reports it up.
+    pub fn stop_coordinator(&self) {
+        let dir = self.local_dir("stop_coordinator");
+        if !self.coordinator_up() {
+            return;
+        }
+        let pid_file = dir.join("pids").join("coordinator");
+        let pid = read_trimmed(&pid_file).unwrap_or_else(|| {
+            panic!(
+                "no coordinator pid in {}\n{}",
+                pid_file.display(),
+                self.status()
+            )
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for signal in ["-TERM", "-KILL"] {
+            // `kill` fails only if the process is already gone, which is the goal.
+            let _ = Command::new("kill")
+                .args([signal, &pid])
+                .stdin(Stdio::null())
+                .output();
+            let give_up = if signal == "-TERM" {
+                deadline
+            } else {
+                Instant::now() + Duration::from_secs(5)
+            };
+            while Instant::now() < give_up {
+                if !self.coordinator_up() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        panic!(
+            "the coordinator (pid {pid}) survived SIGTERM and SIGKILL\n{}",
+            self.status()
+        );
+    }
+
+    /// Starts a coordinator stopped by [`Self::stop_coordinator`] on its old
+    /// port and waits until it serves and knows every running tablet server.
+    /// Panics if the coordinator is still up: that would be a restart, which
+    /// [`Self::restart_coordinator`] does.
+    pub fn start_coordinator(&self) {
+        self.local_dir("start_coordinator");
+        if self.coordinator_up() {
+            panic!(
+                "start_coordinator: the coordinator is still running; stop it first or use \
+                 restart_coordinator\n{}",
+                self.status()
+            );
+        }
+        // `restart-coordinator` on a stopped coordinator only starts it (its stop step is
+        // a no-op for a process that is gone) after waiting for the port to be free.
+        self.control(&["restart-coordinator"]);
+        if let Err(reason) = self.wait_registered(None) {
+            panic!(
+                "coordinator started but the cluster does not serve: {reason}\n{}",
+                self.logs()
+            );
+        }
+    }
+
+    /// Whether the script's `status` reports the coordinator process as up.
+    fn coordinator_up(&self) -> bool {
+        self.status()
+            .lines()
+            .any(|l| l.starts_with("coordinator ") && l.ends_with(" up"))
+    }
+
+    /// The cluster directory, or a panic naming `what` for an external cluster.
+    fn local_dir(&self, what: &str) -> &Path {
+        self.dir().unwrap_or_else(|| {
+            panic!(
+                "`{what}` needs a cluster started by the testkit, but FLUSS_BOOTSTRAP={} is \
+                 external",
+                self.bootstrap
+            )
+        })
+    }
+
     /// One line per server process: name, pid, port, up or down.
     pub fn status(&self) -> String {
         match &self.local {

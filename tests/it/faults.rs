@@ -1,6 +1,7 @@
-//! Fluss faults while streaming, on dedicated clusters (the shared one is never disturbed):
-//! a tablet server stopped and killed, the coordinator restarted, the whole cluster down for
-//! 30 s, and a log truncated past the saved offset under each `on_offset_out_of_range`.
+//! Fluss faults while streaming, one scenario per test, each on a dedicated cluster (the
+//! shared one is never disturbed): a tablet server stopped and killed, the coordinator
+//! restarted, the whole cluster down for 30 s, and a log truncated past the saved offset
+//! under each `on_offset_out_of_range`.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -143,202 +144,208 @@ fn wait_for_warn(table: &str, since: usize, within: Duration, what: &str) -> Log
     ))
 }
 
-/// One cluster, one stream, four faults in a row. The stream must come back by itself after
-/// each, WARN while it waits, and in the end hold every row exactly once (every batch is
-/// acked, so not even a repeat is allowed), in per-bucket order.
-#[test]
-fn stream_survives_tablet_and_coordinator_faults() {
-    let started = Instant::now();
-    let cluster = Cluster::start(ClusterOptions {
-        // A tablet server killed with -9 truncates its log to the last high-watermark
-        // checkpoint; keep that close to the acknowledged end so no written row is lost by
-        // Fluss itself.
-        conf: vec![(
-            "log.replica.high-watermark.checkpoint-interval".into(),
-            "100ms".into(),
-        )],
-        ..ClusterOptions::default()
-    });
-    let path = unique_table("faults");
-    let table = path.table().to_owned();
-    rt().block_on(async {
-        let conn = cluster.connection().await;
-        let admin = conn.get_admin().unwrap();
-        tables::create_log_table(&admin, &path, tables::sample_log_schema(), 2).await;
-    });
-    let mut written: i64 = 0;
-    let mut write = |n: i64| {
-        rt().block_on(append(&cluster, &path, written..written + n));
-        written += n;
-        written as usize
-    };
-    let total = write(20_000);
-    let reader = Reader::start(config_on(&cluster, &table, json!({})));
-    reader.wait_for(total, Duration::from_secs(60), "the first rows");
-    let mut timings = Vec::new();
+/// A dedicated cluster with a two-bucket log table of 20,000 rows that a [`Reader`] has
+/// acked: the setup every streaming fault starts from.
+struct Faulted {
+    cluster: Cluster,
+    path: TablePath,
+    table: String,
+    reader: Reader,
+    written: i64,
+    started: Instant,
+}
 
-    // 1. Graceful stop of the (only) tablet server, then start it again.
-    let t = Instant::now();
-    let total = write(10_000);
+impl Faulted {
+    fn start() -> Self {
+        let started = Instant::now();
+        let cluster = Cluster::start(ClusterOptions {
+            // A tablet server killed with -9 truncates its log to the last high-watermark
+            // checkpoint; keep that close to the acknowledged end so no written row is lost
+            // by Fluss itself.
+            conf: vec![(
+                "log.replica.high-watermark.checkpoint-interval".into(),
+                "100ms".into(),
+            )],
+            ..ClusterOptions::default()
+        });
+        let path = unique_table("faults");
+        let table = path.table().to_owned();
+        rt().block_on(async {
+            let conn = cluster.connection().await;
+            let admin = conn.get_admin().unwrap();
+            tables::create_log_table(&admin, &path, tables::sample_log_schema(), 2).await;
+        });
+        rt().block_on(append(&cluster, &path, 0..20_000));
+        let reader = Reader::start(config_on(&cluster, &table, json!({})));
+        reader.wait_for(20_000, Duration::from_secs(60), "the first rows");
+        Self {
+            cluster,
+            path,
+            table,
+            reader,
+            written: 20_000,
+            started,
+        }
+    }
+
+    /// Appends `n` more rows and returns how many were written in all.
+    fn write(&mut self, n: i64) -> usize {
+        rt().block_on(append(
+            &self.cluster,
+            &self.path,
+            self.written..self.written + n,
+        ));
+        self.written += n;
+        self.written as usize
+    }
+
+    /// Waits until every row written so far was acked.
+    fn wait_for_all(&self, within: Duration, what: &str) {
+        self.reader.wait_for(self.written as usize, within, what);
+    }
+
+    /// The log end of both buckets, once the table answers again.
+    fn latest(&self) -> std::collections::HashMap<i32, i64> {
+        rt().block_on(latest(&self.cluster, &self.path))
+    }
+
+    /// Writes 10,000 more rows and waits for them: the stream reads again by itself.
+    fn check_reads_again(&mut self, what: &str) {
+        self.write(10_000);
+        self.wait_for_all(Duration::from_secs(90), what);
+    }
+
+    /// Stops the reader and checks it acked every row exactly once (every batch is acked,
+    /// so not even a repeat is allowed), in per-bucket order.
+    fn finish(self, scenario: &str) {
+        let acked = self.reader.finish();
+        assert_bucket_order(&acked);
+        let mut got = ids(&acked);
+        let count = got.len();
+        got.sort_unstable();
+        got.dedup();
+        assert_eq!(
+            count,
+            got.len(),
+            "{scenario}: rows repeated although every batch was acked"
+        );
+        assert_eq!(
+            got,
+            (0..self.written).collect::<Vec<_>>(),
+            "{scenario}: rows lost or invented across the fault"
+        );
+        eprintln!("faults: {scenario}: {:?}", self.started.elapsed());
+    }
+}
+
+/// A graceful stop of the (only) tablet server: a WARN while it is down, then every row
+/// from before the stop and after the restart.
+#[test]
+fn stream_survives_a_graceful_tablet_stop() {
+    let mut f = Faulted::start();
+    f.write(10_000);
     let since = logs().len();
-    cluster.stop_tablet(0);
+    f.cluster.stop_tablet(0);
     let warn = wait_for_warn(
-        &table,
+        &f.table,
         since,
         Duration::from_secs(30),
         "a WARN while the tablet server is stopped",
     );
     eprintln!("faults: stopped tablet server: {}", warn.message);
-    cluster.start_tablet(0);
-    rt().block_on(latest(&cluster, &path));
-    reader.wait_for(
-        total,
-        Duration::from_secs(90),
-        "rows written before the stop",
-    );
-    let total = write(10_000);
-    reader.wait_for(
-        total,
-        Duration::from_secs(90),
-        "rows written after the restart",
-    );
-    timings.push(("graceful tablet stop", t.elapsed()));
+    f.cluster.start_tablet(0);
+    f.latest();
+    f.wait_for_all(Duration::from_secs(90), "rows written before the stop");
+    f.check_reads_again("rows written after the restart");
+    f.finish("graceful tablet stop");
+}
 
-    // 2. kill -9 of the tablet server, then start it again.
-    let t = Instant::now();
-    let total = write(10_000);
-    reader.wait_for(
-        total,
-        Duration::from_secs(60),
-        "rows written before the kill",
-    );
-    let before = rt().block_on(latest(&cluster, &path));
+/// kill -9 of the tablet server: a WARN, and after its restart nothing lost or repeated.
+#[test]
+fn stream_survives_a_tablet_kill() {
+    let mut f = Faulted::start();
+    f.write(10_000);
+    f.wait_for_all(Duration::from_secs(60), "rows written before the kill");
+    let before = f.latest();
     // Let the high-watermark checkpoint (every 100 ms here) cover every written row: a
     // single-replica server truncates to it on restart, which would be Fluss losing rows.
     std::thread::sleep(Duration::from_secs(1));
     let since = logs().len();
-    cluster.kill_tablet(0);
+    f.cluster.kill_tablet(0);
     let warn = wait_for_warn(
-        &table,
+        &f.table,
         since,
         Duration::from_secs(30),
         "a WARN after kill -9 of the tablet server",
     );
     eprintln!("faults: killed tablet server: {}", warn.message);
-    cluster.start_tablet(0);
-    let after = rt().block_on(latest(&cluster, &path));
+    f.cluster.start_tablet(0);
+    let after = f.latest();
     assert!(
         after.iter().all(|(bucket, end)| *end >= before[bucket]),
         "Fluss itself lost acknowledged rows on kill -9 (log end {before:?} before, {after:?} after); \
          check log.replica.high-watermark.checkpoint-interval, this is not the connector"
     );
-    let total = write(10_000);
-    reader.wait_for(
-        total,
-        Duration::from_secs(90),
-        "rows written after the kill",
-    );
-    timings.push(("tablet kill -9", t.elapsed()));
+    f.check_reads_again("rows written after the kill");
+    f.finish("tablet kill -9");
+}
 
-    // 3. Restart of the coordinator while rows flow.
-    let t = Instant::now();
-    let total = write(10_000);
-    cluster.restart_coordinator();
-    let total2 = write(10_000);
-    assert!(total2 > total);
-    reader.wait_for(
-        total2,
-        Duration::from_secs(90),
-        "rows around a coordinator restart",
-    );
-    timings.push(("coordinator restart", t.elapsed()));
+/// A coordinator restart while rows flow: rows written before and after it all arrive.
+#[test]
+fn stream_survives_a_coordinator_restart() {
+    let mut f = Faulted::start();
+    f.write(10_000);
+    f.cluster.restart_coordinator();
+    f.check_reads_again("rows around a coordinator restart");
+    f.finish("coordinator restart");
+}
 
-    // 4. Fluss down for 30 s: tablet server and coordinator stopped (ZooKeeper stays).
-    let t = Instant::now();
-    let total = write(10_000);
+/// Fluss down for 30 s (tablet server and coordinator stopped, ZooKeeper stays): WARN lines,
+/// rate-limited, never an ERROR; one INFO when reading resumes; nothing lost.
+#[test]
+fn stream_survives_30_s_without_fluss() {
+    let mut f = Faulted::start();
+    f.write(10_000);
     let since = logs().len();
-    cluster.stop_tablet(0);
-    let coordinator_pid: i32 = std::fs::read_to_string(
-        cluster
-            .dir()
-            .expect("local cluster")
-            .join("pids/coordinator"),
-    )
-    .expect("coordinator pid file")
-    .trim()
-    .parse()
-    .expect("coordinator pid");
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &coordinator_pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(killed.success(), "kill -TERM of the coordinator");
+    f.cluster.stop_tablet(0);
+    f.cluster.stop_coordinator();
     let down = Instant::now();
     let warn = wait_for_warn(
-        &table,
+        &f.table,
         since,
         Duration::from_secs(30),
         "a WARN while Fluss is down",
     );
     eprintln!("faults: cluster down: {}", warn.message);
-    // The outage itself: 30 s is the point of this step, not a wait for a condition.
+    // The outage itself: 30 s is the point of this test, not a wait for a condition.
     std::thread::sleep(Duration::from_secs(30).saturating_sub(down.elapsed()));
-    let warns_while_down = lines_of(&table, since)
+    let while_down = lines_of(&f.table, since);
+    let warns = while_down.iter().filter(|l| l.level == Level::Warn).count();
+    let errors: Vec<&str> = while_down
         .iter()
-        .filter(|l| l.level == Level::Warn)
-        .count();
-    let errors_while_down: Vec<String> = lines_of(&table, since)
-        .into_iter()
         .filter(|l| l.level == Level::Error)
-        .map(|l| l.message)
+        .map(|l| l.message.as_str())
         .collect();
     assert!(
-        errors_while_down.is_empty(),
-        "an outage is a WARN, not an ERROR: {errors_while_down:#?}"
+        errors.is_empty(),
+        "an outage is a WARN, not an ERROR: {errors:#?}"
     );
     // Repeats are rate-limited (first, then one per 30 s).
     assert!(
-        warns_while_down <= 6,
-        "{warns_while_down} WARN lines in 30 s; retries should be summarised"
+        warns <= 6,
+        "{warns} WARN lines in 30 s; retries should be summarised"
     );
-    cluster.restart_coordinator();
-    cluster.start_tablet(0);
+    f.cluster.start_coordinator();
+    f.cluster.start_tablet(0);
     // The writer needs a leader for every bucket again (the reader does not wait for this).
-    rt().block_on(latest(&cluster, &path));
-    reader.wait_for(
-        total,
-        Duration::from_secs(120),
-        "rows written before the outage",
-    );
-    let total = write(10_000);
-    reader.wait_for(
-        total,
-        Duration::from_secs(90),
-        "rows written after the outage",
-    );
-    timings.push(("30 s outage", t.elapsed()));
-    let recovered = lines_of(&table, since)
+    f.latest();
+    f.wait_for_all(Duration::from_secs(120), "rows written before the outage");
+    f.check_reads_again("rows written after the outage");
+    let recovered = lines_of(&f.table, since)
         .into_iter()
         .any(|l| l.level == Level::Info && l.message.contains("reading again after"));
     assert!(recovered, "the recovery is logged at INFO");
-
-    let acked = reader.finish();
-    assert_bucket_order(&acked);
-    let mut got = ids(&acked);
-    let count = got.len();
-    got.sort_unstable();
-    got.dedup();
-    assert_eq!(
-        count,
-        got.len(),
-        "rows repeated although every batch was acked"
-    );
-    assert_eq!(
-        got,
-        (0..written).collect::<Vec<_>>(),
-        "rows lost or invented across the faults"
-    );
-    eprintln!("faults: {timings:?}; test total {:?}", started.elapsed());
+    f.finish("30 s outage");
 }
 
 /// A cluster whose logs expire within seconds: 1 KiB segments, tiered to the local remote
@@ -366,106 +373,145 @@ async fn earliest(conn: &FlussConnection, path: &TablePath) -> i64 {
     offsets[&0]
 }
 
-/// A saved offset below the log start is handled per `on_offset_out_of_range`: `earliest`
-/// continues at the log start and `latest` at the end, each with one ERROR line naming the
-/// skipped range; `fail` delivers nothing, says why at ERROR and keeps the state.
-#[test]
-fn truncated_log_follows_on_offset_out_of_range() {
-    let started = Instant::now();
-    let cluster = expiring_cluster();
-    let path = unique_table("truncated");
-    let table = path.table().to_owned();
-    let log_start = rt().block_on(async {
-        let conn = cluster.connection().await;
-        let admin = conn.get_admin().unwrap();
-        let descriptor = TableDescriptor::builder()
-            .schema(tables::sample_log_schema())
-            .distributed_by(Some(1), Vec::new())
-            .property("table.log.ttl", "1s")
-            .build()
-            .expect("descriptor");
-        tables::create_table(&admin, &path, &descriptor).await;
-        // Many small flushes: many segments, so expiry moves the log start in steps.
-        for chunk in 0..20 {
-            append(&cluster, &path, chunk * 20..chunk * 20 + 20).await;
-        }
-        0
-    });
-    assert_eq!(log_start, 0);
-    // Read the first 40 rows and stop: the saved state points at offset 40.
-    let mut s = Stream::open(
-        &config_on(&cluster, &table, json!({"batch_size": 40})),
-        None,
-    )
-    .expect("open");
-    s.read(40, Duration::from_secs(20), Answer::AckAll);
-    assert_eq!(ids(&s.acked), (0..40).collect::<Vec<_>>());
-    let state = s.close().expect("state");
-    // More rows, then wait until expiry removed offset 40 from the log.
-    let log_start = rt().block_on(async {
-        for chunk in 20..30 {
-            append(&cluster, &path, chunk * 20..chunk * 20 + 20).await;
-        }
-        let conn = cluster.connection().await;
-        // Expiry removes segments over several task runs; wait until the start is past 40
-        // and has not moved for 3 s, so it does not move again while a policy is checked.
-        let last = std::cell::Cell::new((-1, Instant::now()));
-        poll_until(
-            Duration::from_secs(90),
-            Duration::from_millis(500),
-            "the log start to pass offset 40 and settle (table.log.ttl 1s, remote log task every 1s)",
-            || async {
-                let start = earliest(&conn, &path).await;
-                let (previous, since) = last.get();
-                if start != previous {
-                    last.set((start, Instant::now()));
-                    Err(format!("log starts at {start}"))
-                } else if start > 40 && since.elapsed() >= Duration::from_secs(3) {
-                    Ok(start)
-                } else {
-                    Err(format!("log starts at {start}, settling"))
-                }
-            },
-        )
-        .await
-    });
-    eprintln!(
-        "truncated: log start moved to {log_start} after {:?}",
-        started.elapsed()
-    );
+/// A log table whose first 600 rows were written, 40 of them read and acked, and whose log
+/// start has then expired past offset 40: the state saved after those 40 rows points below
+/// the log start. The setup of every `on_offset_out_of_range` test.
+struct Truncated {
+    cluster: Cluster,
+    path: TablePath,
+    table: String,
+    /// The saved state: next offset 40 of bucket 0.
+    state: Vec<u8>,
+    /// The log start once expiry settled, above 40.
+    log_start: i64,
+    started: Instant,
+}
 
-    // earliest: continue at the log start, one ERROR line with the range.
-    let since = logs().len();
-    let mut s = Stream::open(
-        &config_on(
-            &cluster,
-            &table,
-            json!({"on_offset_out_of_range": "earliest"}),
-        ),
-        Some(state.clone()),
-    )
-    .expect("open with state below the log start");
+impl Truncated {
+    fn start() -> Self {
+        let started = Instant::now();
+        let cluster = expiring_cluster();
+        let path = unique_table("truncated");
+        let table = path.table().to_owned();
+        rt().block_on(async {
+            let conn = cluster.connection().await;
+            let admin = conn.get_admin().unwrap();
+            let descriptor = TableDescriptor::builder()
+                .schema(tables::sample_log_schema())
+                .distributed_by(Some(1), Vec::new())
+                .property("table.log.ttl", "1s")
+                .build()
+                .expect("descriptor");
+            tables::create_table(&admin, &path, &descriptor).await;
+            // Many small flushes: many segments, so expiry moves the log start in steps.
+            for chunk in 0..20 {
+                append(&cluster, &path, chunk * 20..chunk * 20 + 20).await;
+            }
+        });
+        // Read the first 40 rows and stop: the saved state points at offset 40.
+        let mut s = Stream::open(
+            &config_on(&cluster, &table, json!({"batch_size": 40})),
+            None,
+        )
+        .expect("open");
+        s.read(40, Duration::from_secs(20), Answer::AckAll);
+        assert_eq!(ids(&s.acked), (0..40).collect::<Vec<_>>());
+        let state = s.close().expect("state");
+        // More rows, then wait until expiry removed offset 40 from the log.
+        let log_start = rt().block_on(async {
+            for chunk in 20..30 {
+                append(&cluster, &path, chunk * 20..chunk * 20 + 20).await;
+            }
+            let conn = cluster.connection().await;
+            // Expiry removes segments over several task runs; wait until the start is past
+            // 40 and has not moved for 3 s, so it does not move again while a policy is
+            // checked.
+            let last = std::cell::Cell::new((-1, Instant::now()));
+            poll_until(
+                Duration::from_secs(90),
+                Duration::from_millis(500),
+                "the log start to pass offset 40 and settle (table.log.ttl 1s, remote log task every 1s)",
+                || async {
+                    let start = earliest(&conn, &path).await;
+                    let (previous, since) = last.get();
+                    if start != previous {
+                        last.set((start, Instant::now()));
+                        Err(format!("log starts at {start}"))
+                    } else if start > 40 && since.elapsed() >= Duration::from_secs(3) {
+                        Ok(start)
+                    } else {
+                        Err(format!("log starts at {start}, settling"))
+                    }
+                },
+            )
+            .await
+        });
+        eprintln!(
+            "truncated: log start moved to {log_start} after {:?}",
+            started.elapsed()
+        );
+        Self {
+            cluster,
+            path,
+            table,
+            state,
+            log_start,
+            started,
+        }
+    }
+
+    /// A stream restored from the saved state under `policy`, and the log index from which
+    /// its lines count.
+    fn open(&self, policy: &str) -> (Stream, usize) {
+        let since = logs().len();
+        let stream = Stream::open(
+            &config_on(
+                &self.cluster,
+                &self.table,
+                json!({ "on_offset_out_of_range": policy }),
+            ),
+            Some(self.state.clone()),
+        )
+        .expect("open with a saved offset below the log start");
+        (stream, since)
+    }
+
+    /// The ERROR lines of this table's instance after log index `since`.
+    fn errors(&self, since: usize) -> Vec<String> {
+        lines_of(&self.table, since)
+            .into_iter()
+            .filter(|l| l.level == Level::Error)
+            .map(|l| l.message)
+            .collect()
+    }
+
+    fn finish(self, policy: &str) {
+        eprintln!("truncated ({policy}): {:?}", self.started.elapsed());
+    }
+}
+
+/// `earliest` continues at the log start, with one ERROR line naming the skipped range.
+#[test]
+fn truncated_log_with_earliest_continues_at_the_log_start() {
+    let t = Truncated::start();
+    let (mut s, since) = t.open("earliest");
     s.read(
-        600 - log_start as usize,
+        600 - t.log_start as usize,
         Duration::from_secs(10),
         Answer::AckAll,
     );
     let first = s.acked.first().expect("rows after the reset").offset;
     assert!(
-        first >= log_start,
-        "earliest: first offset {first} is below the log start {log_start}"
+        first >= t.log_start,
+        "earliest: first offset {first} is below the log start {}",
+        t.log_start
     );
-    let got = ids(&s.acked);
     assert_eq!(
-        got,
+        ids(&s.acked),
         (first..600).collect::<Vec<_>>(),
         "earliest: everything from the (current) log start on, once, in order"
     );
-    let errors: Vec<String> = lines_of(&table, since)
-        .into_iter()
-        .filter(|l| l.level == Level::Error)
-        .map(|l| l.message)
-        .collect();
+    let errors = t.errors(since);
     assert_eq!(errors.len(), 1, "earliest: one ERROR line, got {errors:#?}");
     assert!(
         errors[0].contains("bucket 0: offsets 40..") && errors[0].contains("the log was truncated"),
@@ -473,41 +519,29 @@ fn truncated_log_follows_on_offset_out_of_range() {
         errors[0]
     );
     drop(s);
+    t.finish("earliest");
+}
 
-    // latest: continue at the end; rows written afterwards arrive.
-    let since = logs().len();
-    let mut s = Stream::open(
-        &config_on(
-            &cluster,
-            &table,
-            json!({"on_offset_out_of_range": "latest"}),
-        ),
-        Some(state.clone()),
-    )
-    .expect("open");
+/// `latest` continues at the end: only rows written afterwards arrive, after one ERROR line
+/// naming the skipped range.
+#[test]
+fn truncated_log_with_latest_continues_at_the_end() {
+    let t = Truncated::start();
+    let (mut s, since) = t.open("latest");
     rt().block_on(poll_until(
         Duration::from_secs(20),
         Duration::from_millis(100),
         "the out-of-range ERROR line (latest)",
-        || async {
-            lines_of(&table, since)
-                .into_iter()
-                .find(|l| l.level == Level::Error)
-                .ok_or("none yet")
-        },
+        || async { t.errors(since).into_iter().next().ok_or("none yet") },
     ));
-    rt().block_on(append(&cluster, &path, 600..610));
+    rt().block_on(append(&t.cluster, &t.path, 600..610));
     s.read(10, Duration::from_secs(10), Answer::AckAll);
     assert_eq!(
         ids(&s.acked),
         (600..610).collect::<Vec<_>>(),
         "latest: only rows written after the reset"
     );
-    let errors: Vec<String> = lines_of(&table, since)
-        .into_iter()
-        .filter(|l| l.level == Level::Error)
-        .map(|l| l.message)
-        .collect();
+    let errors = t.errors(since);
     assert_eq!(errors.len(), 1, "latest: one ERROR line, got {errors:#?}");
     assert!(
         errors[0].contains("bucket 0: offsets 40..600") && errors[0].contains("560 rows skipped"),
@@ -515,14 +549,14 @@ fn truncated_log_follows_on_offset_out_of_range() {
         errors[0]
     );
     drop(s);
+    t.finish("latest");
+}
 
-    // fail: nothing delivered, an ERROR that says what to do, the state stays.
-    let since = logs().len();
-    let mut s = Stream::open(
-        &config_on(&cluster, &table, json!({"on_offset_out_of_range": "fail"})),
-        Some(state.clone()),
-    )
-    .expect("open");
+/// `fail` delivers nothing, says at ERROR which setting to change, and keeps the state.
+#[test]
+fn truncated_log_with_fail_delivers_nothing_and_keeps_the_state() {
+    let t = Truncated::start();
+    let (mut s, since) = t.open("fail");
     let error = rt().block_on(poll_until(
         Duration::from_secs(20),
         Duration::from_millis(100),
@@ -536,7 +570,8 @@ fn truncated_log_follows_on_offset_out_of_range() {
                 .find(|l| {
                     l.level == Level::Error
                         && l.message.contains(&format!(
-                            "of testkit.{table}: offset 40 is not on the server"
+                            "of testkit.{}: offset 40 is not on the server",
+                            t.table
                         ))
                 })
                 .ok_or("none yet")
@@ -552,9 +587,10 @@ fn truncated_log_follows_on_offset_out_of_range() {
         0,
         "fail: nothing delivered"
     );
-    assert_eq!(s.close(), Some(state), "fail: the saved state is kept");
-    eprintln!(
-        "truncated_log_follows_on_offset_out_of_range: {:?}",
-        started.elapsed()
+    assert_eq!(
+        s.close(),
+        Some(t.state.clone()),
+        "fail: the saved state is kept"
     );
+    t.finish("fail");
 }
