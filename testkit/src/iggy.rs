@@ -446,18 +446,29 @@ impl IggyServer {
         count: usize,
         deadline: Duration,
     ) -> Vec<Message> {
-        wait_until(
-            deadline,
-            &format!("{count} messages in {stream}/{topic}"),
-            || {
-                let messages = self.messages(stream, topic);
-                if messages.len() >= count {
-                    Ok(messages)
-                } else {
-                    Err(format!("the topic holds {}", messages.len()))
-                }
-            },
-        )
+        self.wait_for_topic(stream, topic, deadline, &format!("{count} messages"), |m| {
+            m.len() >= count
+        })
+    }
+
+    /// Reads the topic until `done` accepts its messages (`what` describes that for the
+    /// panic after `deadline`), and returns them.
+    pub fn wait_for_topic(
+        &self,
+        stream: &str,
+        topic: &str,
+        deadline: Duration,
+        what: &str,
+        done: impl Fn(&[Message]) -> bool,
+    ) -> Vec<Message> {
+        wait_until(deadline, &format!("{what} in {stream}/{topic}"), || {
+            let messages = self.messages(stream, topic);
+            if done(&messages) {
+                Ok(messages)
+            } else {
+                Err(format!("the topic holds {} messages", messages.len()))
+            }
+        })
     }
 }
 
@@ -604,7 +615,11 @@ impl ConnectorsRuntime {
 
     fn spawn(&mut self) {
         let mut command = Command::new(&self.binaries.connectors);
-        command.env("IGGY_CONNECTORS_CONFIG_PATH", self.config_path());
+        command
+            .env("IGGY_CONNECTORS_CONFIG_PATH", self.config_path())
+            // The runtime's default level, pinned: tests count INFO lines, and a RUST_LOG of
+            // the caller's shell would add or hide some.
+            .env("RUST_LOG", "info");
         self.process = Some(Process::spawn("iggy-connectors", command, &self.log_path()));
     }
 

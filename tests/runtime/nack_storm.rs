@@ -1,0 +1,87 @@
+//! A Nack storm: Arrow IPC payloads (`Schema::Raw`) into a `schema = "json"` stream. The
+//! runtime cannot encode a raw payload as JSON, so it rejects every batch; the plugin backs
+//! off, says so once, stops polling, and closes having had nothing acknowledged.
+
+use fluss_testkit::iggy::Stop;
+use fluss_testkit::tables::{sample_log_schema, sample_row};
+use serde_json::json;
+
+use crate::fixture::{append, connector, create_table, lines_with, World, DELIVERY};
+
+const TOPIC: &str = "orders_mismatch";
+const KEY: &str = "fluss_mismatch";
+
+/// Whether `line` puts the number 0 next to the word "acknowledged" ("0 acknowledged",
+/// "acknowledged 0", "acknowledged=0", "acknowledged: 0").
+fn reports_zero_acknowledged(line: &str) -> bool {
+    let words: Vec<&str> = line
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().enumerate().any(|(i, w)| {
+        w.starts_with("acknowledged")
+            && ((i > 0 && words[i - 1] == "0") || words.get(i + 1) == Some(&"0"))
+    })
+}
+
+#[test]
+fn a_nack_storm_delivers_nothing_and_is_reported_once() {
+    let world = World::new("nack_storm");
+    let (table, _) = create_table("rt_storm", sample_log_schema(), 3);
+    append(&table, (0..300).map(sample_row));
+    let mut runtime = world.runtime(&[connector(
+        KEY,
+        &table,
+        TOPIC,
+        "json",
+        json!({ "payload_format": "arrow_ipc" }),
+    )]);
+    // The plugin's storm line (after the SDK's consecutive-Nack limit) ends the storm.
+    runtime.wait_for_log("in a row", 1, DELIVERY);
+    runtime.stop(Stop::Interrupt);
+    let log = runtime.log();
+
+    assert!(
+        world.messages(TOPIC).is_empty(),
+        "nothing lands in the topic when every batch is rejected"
+    );
+    assert!(
+        !lines_with(&log, "Rejected source batch").is_empty(),
+        "the runtime rejects the batches it cannot encode"
+    );
+    let storm = lines_with(&log, "in a row");
+    assert_eq!(
+        storm.len(),
+        1,
+        "the Nack storm is reported exactly once: {storm:#?}"
+    );
+    assert!(
+        lines_with(&log, "Plugin returned: -1").is_empty(),
+        "every Nack reached the plugin (no failed batch-result call)"
+    );
+    let closed = lines_with(&log, "closed after");
+    assert_eq!(closed.len(), 1, "the plugin closed once: {closed:#?}");
+    assert!(
+        reports_zero_acknowledged(closed[0]),
+        "the closing line reports 0 acknowledged messages: {}",
+        closed[0]
+    );
+    assert!(
+        !runtime.state_file(KEY).exists(),
+        "no state is saved without an Ack"
+    );
+}
+
+#[test]
+fn zero_acknowledged_is_recognised() {
+    assert!(reports_zero_acknowledged(
+        "fluss[1 a.b]: closed after 0 acknowledged messages (0 rows)"
+    ));
+    assert!(reports_zero_acknowledged(
+        "closed after: acknowledged=0 polled=12"
+    ));
+    assert!(!reports_zero_acknowledged(
+        "closed after 10 acknowledged messages"
+    ));
+    assert!(!reports_zero_acknowledged("closed after 0 messages"));
+}
