@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::error::FlussError;
 use fluss::metadata::{DataField, TableInfo, TablePath};
-use snafu::ResultExt;
 
 use crate::config::Config;
-use crate::error::{fault, Error, Fault, FlussSnafu, Result};
+use crate::error::{Error, Fault, Result};
 use crate::options::{PayloadFormat, TableType};
 
 /// How long one Fluss request may take before it counts as hung. fluss-rs has no request
@@ -25,7 +24,7 @@ pub async fn call<T>(
     fut: impl Future<Output = fluss::error::Result<T>>,
 ) -> Result<T> {
     match tokio::time::timeout(after, fut).await {
-        Ok(result) => result.context(FlussSnafu { op }),
+        Ok(result) => result.map_err(|cause| Error::fluss(op, cause)),
         Err(_) => Err(Error::Timeout { op, after }),
     }
 }
@@ -114,26 +113,26 @@ pub async fn connect(config: &Config) -> Result<Arc<FlussConnection>> {
                     Err(e) => e,
                 }
             }
-            Ok(Err(e)) => e,
+            Ok(Err(e)) => Error::fluss("connect", e),
             Err(_) => {
                 return Err(Error::Unreachable {
                     bootstrap: config.bootstrap_servers.clone(),
                     after: config.connect_timeout,
-                    last_error: "no answer".into(),
+                    cause: None,
                 })
             }
         };
-        if fault(&last_error) == Fault::Auth {
+        if last_error.fault() == Fault::Auth {
             return Err(Error::Authentication {
                 bootstrap: config.bootstrap_servers.clone(),
-                reason: last_error.to_string(),
+                cause: Box::new(last_error),
             });
         }
         if Instant::now() + backoff >= deadline {
             return Err(Error::Unreachable {
                 bootstrap: config.bootstrap_servers.clone(),
                 after: config.connect_timeout,
-                last_error: last_error.to_string(),
+                cause: Some(Box::new(last_error)),
             });
         }
         tracing::warn!(
@@ -145,15 +144,13 @@ pub async fn connect(config: &Config) -> Result<Arc<FlussConnection>> {
     }
 }
 
-async fn probe(conn: &FlussConnection) -> fluss::error::Result<()> {
-    let admin = conn.get_admin()?;
-    match tokio::time::timeout(CALL_TIMEOUT, admin.list_databases()).await {
-        Ok(result) => result.map(|_| ()),
-        Err(_) => Err(fluss::error::Error::UnexpectedError {
-            message: "connection error: list_databases did not answer".into(),
-            source: None,
-        }),
-    }
+async fn probe(conn: &FlussConnection) -> Result<()> {
+    let admin = conn
+        .get_admin()
+        .map_err(|cause| Error::fluss("get_admin", cause))?;
+    call("list_databases", CALL_TIMEOUT, admin.list_databases())
+        .await
+        .map(|_| ())
 }
 
 /// The resolved table and what the source reads of it.
@@ -177,13 +174,15 @@ pub struct Table {
 impl Table {
     /// Looks the table up and checks it against `table_type` and `columns`.
     pub async fn resolve(conn: Arc<FlussConnection>, config: &Config) -> Result<Self> {
-        let admin = conn.get_admin().context(FlussSnafu { op: "get_admin" })?;
+        let admin = conn
+            .get_admin()
+            .map_err(|cause| Error::fluss("get_admin", cause))?;
         let path = TablePath::new(config.database.clone(), config.table.clone());
         let info = match call("get_table_info", CALL_TIMEOUT, admin.get_table_info(&path)).await {
             Ok(info) => info,
-            Err(Error::Fluss { source, .. })
+            Err(Error::Fluss { cause, .. })
                 if matches!(
-                    source.api_error(),
+                    cause.api_error(),
                     Some(FlussError::TableNotExist | FlussError::DatabaseNotExist)
                 ) =>
             {

@@ -1,4 +1,10 @@
 //! The plugin's error type and the one place that classifies fluss-rs errors.
+//!
+//! Each variant's `Display` is a whole log line: what failed, its cause (rendered once), then
+//! the fix. Typed causes are kept in `cause` fields rather than as snafu `source`s, because the
+//! SDK appends every `source()` to the line it logs, which would print the cause a second
+//! time, after the fix. fluss-rs errors are rendered by [`describe_fluss`], since their own
+//! `Display` repeats their cause (`{message}: {source:?}`).
 
 use std::time::Duration;
 
@@ -6,31 +12,40 @@ use snafu::Snafu;
 
 use crate::config::ConfigError;
 use crate::encode::json::EncodeError;
+use crate::state::BucketKey;
+
+/// The fix for any unusable saved state.
+const RESET_HINT: &str = "delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`";
 
 /// Everything that can go wrong in the plugin; each message says what happened and how to fix it.
 #[derive(Debug, Snafu)]
 #[snafu(visibility(pub(crate)))]
 pub enum Error {
     /// The `[plugin_config]` section is invalid.
-    #[snafu(display("{source}"))]
+    #[snafu(transparent)]
     Config { source: ConfigError },
 
-    /// The cluster did not answer within `connect_timeout`.
+    /// The cluster did not answer within `connect_timeout`; `cause` is the last failure
+    /// (`None`: the last attempt itself hung).
     #[snafu(display(
-        "cannot reach the Fluss cluster at {bootstrap} within {}: {last_error}; check `bootstrap_servers` and that the coordinator is running",
-        humantime::format_duration(*after)
+        "cannot reach the Fluss cluster at {bootstrap} within {}: {}; check `bootstrap_servers` and that the coordinator is running",
+        humantime::format_duration(*after),
+        cause.as_deref().map_or_else(|| "no answer".to_owned(), ToString::to_string)
     ))]
     Unreachable {
         bootstrap: String,
         after: Duration,
-        last_error: String,
+        cause: Option<Box<Error>>,
     },
 
     /// The server refused our SASL credentials (or asked for them and got none).
     #[snafu(display(
-        "Fluss refused the connection to {bootstrap}: {reason}; check `sasl_username`/`sasl_password` (and that `bootstrap_servers` names the SASL listener)"
+        "Fluss refused the connection to {bootstrap}: {cause}; check `sasl_username`/`sasl_password` (and that `bootstrap_servers` names the SASL listener)"
     ))]
-    Authentication { bootstrap: String, reason: String },
+    Authentication {
+        bootstrap: String,
+        cause: Box<Error>,
+    },
 
     /// The configured table does not exist.
     #[snafu(display(
@@ -60,16 +75,53 @@ pub enum Error {
         available: String,
     },
 
-    /// The saved state cannot be used for this table.
-    #[snafu(display("{reason}"))]
-    State { reason: String },
+    /// The saved state is not MessagePack of a Fluss source state.
+    #[snafu(display(
+        "the saved state ({bytes} bytes) is not a Fluss source state ({cause}); {RESET_HINT}"
+    ))]
+    StateCorrupt {
+        bytes: usize,
+        cause: rmp_serde::decode::Error,
+    },
+
+    /// The saved state has a format version this plugin does not read.
+    #[snafu(display(
+        "the saved state has format version {found} but this plugin reads version {expected}; {RESET_HINT}"
+    ))]
+    StateVersion { found: u32, expected: u32 },
+
+    /// The saved state holds a position no Fluss bucket can have.
+    #[snafu(display(
+        "the saved state holds an impossible position (bucket {bucket}, offset {offset}); {RESET_HINT}"
+    ))]
+    StateImpossible { bucket: i32, offset: i64 },
+
+    /// The saved state was written for another table.
+    #[snafu(display(
+        "the saved state belongs to table {saved_table} (id {saved_id}), but {table} has id {table_id} (the table was dropped and re-created, or the connector now reads another table); {RESET_HINT}"
+    ))]
+    StateForeignTable {
+        saved_table: String,
+        saved_id: i64,
+        table: String,
+        table_id: i64,
+    },
+
+    /// The positions could not be encoded for the runtime's state file.
+    #[snafu(display("cannot encode the connector state: {cause}"))]
+    StateEncode { cause: rmp_serde::encode::Error },
+
+    /// fluss-rs handed over a scanned record without the Arrow batch it points into.
+    #[snafu(display(
+        "fluss-rs returned a record without its Arrow batch; this is a bug in the client, please report it"
+    ))]
+    RecordWithoutBatch,
 
     /// A Fluss call failed.
-    #[snafu(display("Fluss {op} failed: {}", describe_fluss(source)))]
+    #[snafu(display("Fluss {op} failed: {}", describe_fluss(cause)))]
     Fluss {
         op: &'static str,
-        #[snafu(source(from(fluss::error::Error, Box::new)))]
-        source: Box<fluss::error::Error>,
+        cause: Box<fluss::error::Error>,
     },
 
     /// A Fluss call did not answer in time (fluss-rs has no request timeout of its own).
@@ -86,30 +138,49 @@ pub enum Error {
 
     /// A saved offset is no longer on the server and `on_offset_out_of_range = "fail"`.
     #[snafu(display(
-        "{bucket} of {table}: offset {offset} is not on the server (the log holds {log_start}..{log_end}); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the state file to start from `starting_offset`"
+        "{key} of {table}: offset {offset} is not on the server (the log holds {log_start}..{log_end}); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the state file to start from `starting_offset`"
     ))]
     OffsetOutOfRange {
         table: String,
-        bucket: String,
+        key: BucketKey,
         offset: i64,
         log_start: i64,
         log_end: i64,
     },
 
     /// A column could not be encoded.
-    #[snafu(display("{source}"))]
+    #[snafu(transparent)]
     Encode { source: EncodeError },
 
     /// A header value does not fit Iggy's header rules.
-    #[snafu(display("cannot build the `{name}` header: {source}"))]
+    #[snafu(display("cannot build the `{name}` header: {cause}"))]
     Header {
         name: &'static str,
-        source: iggy_connector_sdk::Error,
+        cause: iggy_connector_sdk::Error,
     },
 
     /// Building an Arrow IPC payload failed.
-    #[snafu(display("Arrow IPC encoding failed: {source}"))]
-    Ipc { source: arrow_schema::ArrowError },
+    #[snafu(display("Arrow IPC encoding failed: {cause}"))]
+    Ipc { cause: arrow_schema::ArrowError },
+}
+
+impl Error {
+    /// A failed fluss-rs call `op`.
+    pub fn fluss(op: &'static str, cause: fluss::error::Error) -> Self {
+        Self::Fluss {
+            op,
+            cause: Box::new(cause),
+        }
+    }
+
+    /// What a failed plugin call means for the stream (see [`fault`]).
+    pub fn fault(&self) -> Fault {
+        match self {
+            Error::Fluss { cause, .. } => fault(cause),
+            Error::Timeout { .. } | Error::ReaderStopped => Fault::Retry,
+            _ => Fault::Fatal,
+        }
+    }
 }
 
 /// Result alias for the plugin.
@@ -162,9 +233,51 @@ pub fn fault(error: &fluss::error::Error) -> Fault {
     }
 }
 
-/// fluss-rs' own `Display` repeats the cause (`{message}: {source:?}`); keep it on one line.
-fn describe_fluss(error: &fluss::error::Error) -> String {
-    error.to_string().replace('\n', " ")
+/// One line for a fluss-rs error, each cause once. Its own `Display` prints a message and then
+/// the `Debug` form of the source the message was made from (`connection error:
+/// ConnectionError("IO Error: Connection refused")`); this keeps the innermost text that
+/// says something.
+pub fn describe_fluss(error: &fluss::error::Error) -> String {
+    use fluss::error::{Error as E, RpcError};
+    let joined = |message: &str, cause: String| {
+        let message = message.trim();
+        if message.is_empty() || cause.contains(message) {
+            cause
+        } else if message.contains(&cause) {
+            message.to_owned()
+        } else {
+            format!("{message}: {cause}")
+        }
+    };
+    let text = match error {
+        E::RpcError { message, source } => {
+            let cause = match source {
+                RpcError::ConnectionError(text) => text.clone(),
+                other => other.to_string(),
+            };
+            // fluss-rs builds `message` from the same error ("connection error").
+            if message.trim() == "connection error" {
+                cause
+            } else {
+                joined(message, cause)
+            }
+        }
+        E::UnexpectedError { message, source } => match source {
+            Some(source) => joined(message, source.to_string()),
+            None => message.clone(),
+        },
+        E::IoUnexpectedError { message, source } => joined(message, source.to_string()),
+        E::ArrowError { message, source } => joined(message, source.to_string()),
+        E::FlussAPIError { api_error } => {
+            format!(
+                "{} (error code {})",
+                api_error.message.trim(),
+                api_error.code
+            )
+        }
+        other => other.to_string(),
+    };
+    text.replace('\n', " ")
 }
 
 #[cfg(test)]
@@ -213,7 +326,7 @@ mod tests {
     fn out_of_range_message_names_bucket_range_and_fix() {
         let e = Error::OffsetOutOfRange {
             table: "fluss.orders".into(),
-            bucket: crate::state::BucketKey::bucket(2).to_string(),
+            key: BucketKey::bucket(2),
             offset: 100,
             log_start: 250,
             log_end: 900,
@@ -222,6 +335,56 @@ mod tests {
             e.to_string(),
             "bucket 2 of fluss.orders: offset 100 is not on the server (the log holds 250..900); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the state file to start from `starting_offset`"
         );
+    }
+
+    #[test]
+    fn fluss_errors_state_each_cause_once() {
+        let refused = fluss::error::Error::RpcError {
+            message: "connection error".into(),
+            source: fluss::error::RpcError::ConnectionError(
+                "IO Error: Connection refused (os error 111)".into(),
+            ),
+        };
+        assert_eq!(
+            Error::fluss("connect", refused).to_string(),
+            "Fluss connect failed: IO Error: Connection refused (os error 111)"
+        );
+        let api = fluss::error::Error::FlussAPIError {
+            api_error: fluss::error::ApiError {
+                code: 7,
+                message: "Table 'db.t' does not exist.".into(),
+            },
+        };
+        assert_eq!(
+            describe_fluss(&api),
+            "Table 'db.t' does not exist. (error code 7)"
+        );
+        let unreachable = Error::Unreachable {
+            bootstrap: "127.0.0.1:1".into(),
+            after: Duration::from_secs(2),
+            cause: Some(Box::new(Error::Timeout {
+                op: "list_databases",
+                after: Duration::from_secs(30),
+            })),
+        };
+        assert_eq!(
+            unreachable.to_string(),
+            "cannot reach the Fluss cluster at 127.0.0.1:1 within 2s: Fluss list_databases did not answer within 30s; check `bootstrap_servers` and that the coordinator is running"
+        );
+        assert!(
+            std::error::Error::source(&unreachable).is_none(),
+            "the SDK would print the cause again"
+        );
+    }
+
+    #[test]
+    fn config_errors_pass_through_unchanged() {
+        let e = Error::from(ConfigError {
+            key: "poll_interval",
+            message: "bad".into(),
+        });
+        assert_eq!(e.to_string(), "invalid plugin_config: bad");
+        assert!(std::error::Error::source(&e).is_none());
     }
 
     #[test]

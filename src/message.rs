@@ -23,9 +23,8 @@ use std::sync::Arc;
 use fluss::record::ChangeType;
 use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::{HeaderKey, HeaderValue, ProducedMessage};
-use snafu::ResultExt;
 
-use crate::error::{HeaderSnafu, Result};
+use crate::error::{Error, Result};
 use crate::options::{Choice, Header, HeaderSet};
 use crate::state::BucketKey;
 
@@ -81,7 +80,7 @@ pub struct Stamper {
 
 fn key(header: Header) -> Result<HeaderKey> {
     let name = header.name();
-    HeaderKey::from_static_str(name).context(HeaderSnafu { name })
+    HeaderKey::from_static_str(name).map_err(|cause| Error::Header { name, cause })
 }
 
 /// A string header value; Iggy allows 1..=255 bytes, so a longer name is cut at a character
@@ -91,8 +90,9 @@ fn text(header: Header, value: &str) -> Result<HeaderValue> {
     while !value.is_char_boundary(end) {
         end -= 1;
     }
-    HeaderValue::from_str(&value[..end]).context(HeaderSnafu {
+    HeaderValue::from_str(&value[..end]).map_err(|cause| Error::Header {
         name: header.name(),
+        cause,
     })
 }
 

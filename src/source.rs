@@ -23,7 +23,7 @@ use crate::batch::Batch;
 use crate::config::Config;
 use crate::connect::{self, Table};
 use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, PayloadEncoder};
-use crate::error::{fault, Error, Fault, Result};
+use crate::error::{Error, Fault, Result};
 use crate::message::{BucketStamp, Stamper};
 use crate::options::{OutOfRangePolicy, PayloadFormat, PayloadSchema};
 use crate::runtime_json;
@@ -75,7 +75,7 @@ impl Source for FlussSource {
     type Error = Error;
 
     async fn open(id: u32, config_json: &str, state: Option<ConnectorState>) -> Result<Self> {
-        let config = Config::parse(config_json).map_err(|source| Error::Config { source })?;
+        let config = Config::parse(config_json)?;
         // Corrupt state fails before any network work, so the error is immediate.
         let saved = state.as_ref().map(SavedState::decode).transpose()?;
         let conn = connect::connect(&config).await?;
@@ -85,8 +85,7 @@ impl Source for FlussSource {
             saved.check_table(table.id(), &qualified)?;
         }
         let encoder = encoder_for(&config, &table)?;
-        let key_order = runtime_json::check(&config, &table.fields, table.primary_key)
-            .map_err(|source| Error::Config { source })?;
+        let key_order = runtime_json::check(&config, &table.fields, table.primary_key)?;
         let partitions = if table.info.is_partitioned() {
             partitions::list(&table).await?
         } else {
@@ -319,10 +318,10 @@ impl FlussSource {
         // The read-ahead stops at an error, so the scanner must start over whatever happens
         // below: the rebuild at the end clears this, an early return leaves it to the next poll.
         self.stale = true;
-        match classify(&error) {
+        match error.fault() {
             Fault::OutOfRange => {
                 if let Err(reset) = self.reset_out_of_range(positions).await {
-                    if classify(&reset) != Fault::Retry {
+                    if reset.fault() != Fault::Retry {
                         return Err(reset);
                     }
                     // The rebuilt scanner hits the same offset again and the reset is retried.
@@ -354,7 +353,7 @@ impl FlussSource {
                 self.stale = false;
                 Ok(())
             }
-            Err(error) if classify(&error) == Fault::Retry => {
+            Err(error) if error.fault() == Fault::Retry => {
                 self.stale = true;
                 self.telemetry
                     .retrying("re-subscribing to the table failed", &error);
@@ -381,7 +380,7 @@ impl FlussSource {
             if self.config.on_offset_out_of_range == OutOfRangePolicy::Fail {
                 return Err(Error::OffsetOutOfRange {
                     table: self.config.qualified_table(),
-                    bucket: key.to_string(),
+                    key: *key,
                     offset: *position,
                     log_start: *start,
                     log_end: *end,
@@ -494,7 +493,7 @@ impl FlussSource {
                     }
                     self.stale = true;
                 }
-                Err(error) if classify(&error) == Fault::Retry => self
+                Err(error) if error.fault() == Fault::Retry => self
                     .telemetry
                     .retrying("looking up the log range of a bucket failed", &error),
                 Err(error) => return Err(error),
@@ -547,15 +546,6 @@ impl FlussSource {
         self.scanner.subscribe(&starts).await?;
         self.telemetry.partitions(&added, &dropped);
         Ok(())
-    }
-}
-
-/// What a failed plugin call means for the stream (see [`fault`]).
-fn classify(error: &Error) -> Fault {
-    match error {
-        Error::Fluss { source, .. } => fault(source),
-        Error::Timeout { .. } | Error::ReaderStopped => Fault::Retry,
-        _ => Fault::Fatal,
     }
 }
 

@@ -69,8 +69,6 @@ pub struct SavedState {
     pub positions: Positions,
 }
 
-const RESET_HINT: &str = "delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`";
-
 impl SavedState {
     /// Encodes positions of `table_id` for the runtime's state file.
     pub fn encode(table_id: TableId, table: &str, positions: &Positions) -> Result<ConnectorState> {
@@ -83,35 +81,30 @@ impl SavedState {
                 .map(|(k, off)| (k.partition, k.bucket, *off))
                 .collect(),
         };
-        ConnectorState::serialize(&record).map_err(|e| Error::State {
-            reason: format!("cannot encode the connector state: {e}"),
-        })
+        // The SDK's `ConnectorState::serialize` is this same call; calling it directly keeps
+        // the rmp-serde error typed.
+        rmp_serde::to_vec(&record)
+            .map(ConnectorState)
+            .map_err(|cause| Error::StateEncode { cause })
     }
 
     /// Decodes the bytes the runtime handed to `open`.
     pub fn decode(state: &ConnectorState) -> Result<Self> {
-        let record: PersistedState = state.deserialize().map_err(|e| Error::State {
-            reason: format!(
-                "the saved state ({} bytes) is not a Fluss source state ({e}); {RESET_HINT}",
-                state.0.len()
-            ),
-        })?;
+        let record: PersistedState =
+            rmp_serde::from_slice(&state.0).map_err(|cause| Error::StateCorrupt {
+                bytes: state.0.len(),
+                cause,
+            })?;
         if record.version != STATE_VERSION {
-            return Err(Error::State {
-                reason: format!(
-                    "the saved state has format version {} but this plugin reads version {STATE_VERSION}; {RESET_HINT}",
-                    record.version
-                ),
+            return Err(Error::StateVersion {
+                found: record.version,
+                expected: STATE_VERSION,
             });
         }
         let mut positions = Positions::new();
         for (partition, bucket, offset) in record.positions {
             if offset < 0 || bucket < 0 {
-                return Err(Error::State {
-                    reason: format!(
-                        "the saved state holds an impossible position (bucket {bucket}, offset {offset}); {RESET_HINT}"
-                    ),
-                });
+                return Err(Error::StateImpossible { bucket, offset });
             }
             positions.insert(BucketKey { partition, bucket }, offset);
         }
@@ -127,11 +120,11 @@ impl SavedState {
         if self.table_id == table_id {
             return Ok(());
         }
-        Err(Error::State {
-            reason: format!(
-                "the saved state belongs to table {} (id {}), but {table} has id {table_id} (the table was dropped and re-created, or the connector now reads another table); {RESET_HINT}",
-                self.table, self.table_id
-            ),
+        Err(Error::StateForeignTable {
+            saved_table: self.table.clone(),
+            saved_id: self.table_id,
+            table: table.to_owned(),
+            table_id,
         })
     }
 }

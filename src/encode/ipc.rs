@@ -49,7 +49,7 @@ impl IpcMessages {
         };
         let options = IpcWriteOptions::default()
             .try_with_compression(compression)
-            .map_err(|source| Error::Ipc { source })?;
+            .map_err(|cause| Error::Ipc { cause })?;
         Ok(Self {
             changelog,
             options,
@@ -93,7 +93,7 @@ impl IpcMessages {
     }
 
     fn write_stream(&self, batch: &RecordBatch) -> Result<Vec<u8>> {
-        let ipc = |e| Error::Ipc { source: e };
+        let ipc = |cause| Error::Ipc { cause };
         let capacity = batch.get_array_memory_size().min(self.max_bytes) + 1024;
         let mut writer = StreamWriter::try_new_with_options(
             Vec::with_capacity(capacity),
@@ -143,7 +143,7 @@ impl IpcMessages {
             ),
         ];
         columns.extend(slice.columns().iter().cloned());
-        RecordBatch::try_new(schema, columns).map_err(|source| Error::Ipc { source })
+        RecordBatch::try_new(schema, columns).map_err(|cause| Error::Ipc { cause })
     }
 }
 

@@ -15,9 +15,7 @@ use crate::message::BucketStamp;
 
 /// The Arrow batch a scanned record points into; fluss-rs always sets it for scanned rows.
 pub fn arrow_batch(batch: Option<&RecordBatch>) -> Result<&RecordBatch> {
-    batch.ok_or_else(|| Error::State {
-        reason: "fluss-rs returned a record without its Arrow batch".into(),
-    })
+    batch.ok_or(Error::RecordWithoutBatch)
 }
 
 /// The payload encoder of a source.

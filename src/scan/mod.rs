@@ -26,12 +26,11 @@ use std::time::Duration;
 use fluss::client::{LogScanner, TableScan};
 use fluss::record::ScanRecords;
 use fluss::PartitionId;
-use snafu::ResultExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::connect::{call, Table, CALL_TIMEOUT};
-use crate::error::{Error, FlussSnafu, Result};
+use crate::error::{Error, Result};
 use crate::state::{BucketKey, Positions};
 
 /// Extra time a poll may take beyond its own timeout before it counts as hung: a poll also
@@ -73,11 +72,11 @@ impl Scanner {
             if let Some(projection) = &table.projection {
                 scan = scan
                     .project(projection)
-                    .context(FlussSnafu { op: "project" })?;
+                    .map_err(|cause| Error::fluss("project", cause))?;
             }
-            let scanner = scan.create_log_scanner().context(FlussSnafu {
-                op: "create_log_scanner",
-            })?;
+            let scanner = scan
+                .create_log_scanner()
+                .map_err(|cause| Error::fluss("create_log_scanner", cause))?;
             scanners.push(Arc::new(scanner));
         }
         for (share, scanner) in scanners.iter().enumerate() {

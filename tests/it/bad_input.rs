@@ -21,22 +21,23 @@ use crate::process::{connector_file, plugin_errors, run_runner, scratch_dir};
 /// at 1), so they never collide with an instance another test opened.
 static RAW_ID: AtomicU32 = AtomicU32::new(900_000);
 
-/// One input `open` must refuse and a piece of the ERROR line it must give.
+/// One input `open` must refuse and the whole ERROR line it must give (after
+/// `plugin <id>: open failed: `).
 struct Case {
     what: &'static str,
     /// The plugin config; `None` = no `[plugin_config]` section (the runtime passes `null`).
     config: Option<Value>,
     state: Option<Vec<u8>>,
-    expect: &'static str,
+    expect: String,
 }
 
 impl Case {
-    fn new(what: &'static str, config: Value, expect: &'static str) -> Self {
+    fn new(what: &'static str, config: Value, expect: impl Into<String>) -> Self {
         Self {
             what,
             config: Some(config),
             state: None,
-            expect,
+            expect: expect.into(),
         }
     }
 
@@ -67,13 +68,13 @@ fn refused_in_process(case: &Case) {
         "{}: want exactly one ERROR line for plugin {id}, got {lines:#?}",
         case.what
     );
-    assert!(
-        lines[0].contains(case.expect),
-        "{}: the ERROR line should mention {:?}: {}",
-        case.what,
-        case.expect,
-        lines[0]
+    assert_eq!(
+        lines[0],
+        format!("plugin {id}: open failed: {}", case.expect),
+        "{}: the whole ERROR line",
+        case.what
     );
+    assert_no_repeated_cause(&lines[0]);
     // A failed open leaves nothing behind: the id is free again.
     assert_eq!(
         harness().call_close(id),
@@ -111,13 +112,16 @@ fn refused_by_runner(case: &Case) {
         "{}: want exactly one plugin ERROR line; stderr:\n{stderr}",
         case.what
     );
+    let (head, message) = errors[0]
+        .split_once(": open failed: ")
+        .unwrap_or_else(|| panic!("{}: not an open failure: {}", case.what, errors[0]));
     assert!(
-        errors[0].contains(case.expect),
-        "{}: the ERROR line should mention {:?}: {}",
+        head.starts_with("ERROR iggy_connector_sdk::container: plugin "),
+        "{}: {}",
         case.what,
-        case.expect,
         errors[0]
     );
+    assert_eq!(message, case.expect, "{}: the whole ERROR line", case.what);
     assert!(
         !stderr.to_lowercase().contains("panic"),
         "{}: a panic crossed the boundary; stderr:\n{stderr}",
@@ -144,6 +148,22 @@ fn refused_by_runner(case: &Case) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// No part of a line between `: ` or `; ` separators comes twice (a cause printed once by
+/// its error and again by the chain).
+pub fn assert_no_repeated_cause(line: &str) {
+    let parts: Vec<&str> = line
+        .split([':', ';'])
+        .map(str::trim)
+        .filter(|p| p.len() >= 12)
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        assert!(
+            !parts[i + 1..].contains(part),
+            "{part:?} appears twice in: {line}"
+        );
+    }
+}
+
 fn refused(case: &Case) {
     refused_in_process(case);
     refused_by_runner(case);
@@ -163,6 +183,52 @@ fn log_table(prefix: &str, rows: i64) -> TablePath {
     path
 }
 
+fn starting_offset_error(value: &str) -> String {
+    format!("invalid plugin_config: `starting_offset` = {value} is not valid; use \"earliest\", \"latest\", \"timestamp:<RFC 3339 UTC time or epoch ms>\" or a non-negative offset")
+}
+
+/// serde's own list of the accepted keys, which the plugin passes on as it is.
+fn unknown_key_error() -> String {
+    let e = iggy_connector_fluss_source::config::Config::parse(r#"{"unknown_key": 1}"#)
+        .expect_err("unknown key refused");
+    assert!(
+        e.message
+            .starts_with("unknown field `unknown_key`, expected one of `bootstrap_servers`"),
+        "{e}"
+    );
+    e.to_string()
+}
+
+/// The line for state bytes that do not decode; rmp-serde's own words in the middle depend on
+/// where the bytes stop, so they come from the plugin's decoder.
+fn undecodable_state(bytes: &[u8]) -> String {
+    let e = iggy_connector_fluss_source::state::SavedState::decode(
+        &iggy_connector_sdk::ConnectorState(bytes.to_vec()),
+    )
+    .expect_err("the bytes do not decode");
+    let line = e.to_string();
+    assert!(
+        line.starts_with(&format!(
+            "the saved state ({} bytes) is not a Fluss source state (",
+            bytes.len()
+        )) && line.ends_with("); delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`"),
+        "{line}"
+    );
+    line
+}
+
+fn table_id(path: &TablePath) -> i64 {
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        let admin = conn.get_admin().unwrap();
+        admin
+            .get_table_info(path)
+            .await
+            .expect("table info")
+            .get_table_id()
+    })
+}
+
 #[test]
 fn bad_config_and_state_are_refused_at_open() {
     let started = Instant::now();
@@ -180,91 +246,110 @@ fn bad_config_and_state_are_refused_at_open() {
     let state = s.close().expect("state after 10 rows");
     let other = log_table("bad_input_other", 0);
 
+    let db = tables::TEST_DATABASE;
+    let reset = "delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`";
     let cases = [
         Case::new(
             "unknown database",
             json!({"bootstrap_servers": cluster().bootstrap(), "database": "no_such_db", "table": "t"}),
-            "does not exist",
+            "table no_such_db.t does not exist; create it or fix `database`/`table`",
         )
         .with_state(state.clone()),
         Case::new(
             "unknown table",
             config("no_such_table", json!({})),
-            "no_such_table does not exist",
+            format!("table {db}.no_such_table does not exist; create it or fix `database`/`table`"),
         )
         .with_state(state.clone()),
         Case::new(
             "unknown column",
             config(&table, json!({"columns": ["id", "nope"]})),
-            "no column \"nope\"",
+            format!("`columns`: table {db}.{table} has no column \"nope\"; its columns are id, name, amount"),
         )
         .with_state(state.clone()),
         Case::new(
             "log table read as primary_key",
             config(&table, json!({"table_type": "primary_key"})),
-            "is a log table but `table_type` is \"primary_key\"",
+            format!("table {db}.{table} is a log table but `table_type` is \"primary_key\"; set `table_type = \"log\"` or \"auto\""),
         )
         .with_state(state.clone()),
         Case::new(
             "primary-key table read as log",
             config(pk.table(), json!({"table_type": "log"})),
-            "is a primary_key table but `table_type` is \"log\"",
+            format!("table {db}.{} is a primary_key table but `table_type` is \"log\"; set `table_type = \"primary_key\"` or \"auto\"", pk.table()),
         ),
         Case::new(
             "malformed duration",
             config(&table, json!({"poll_interval": "soon"})),
-            "`poll_interval` = \"soon\"",
+            "invalid plugin_config: `poll_interval` = \"soon\" is not valid; use a positive duration such as \"500ms\", \"30s\" or \"1m\"",
         ),
         Case::new(
             "malformed starting offset",
             config(&table, json!({"starting_offset": "yesterday"})),
-            "starting_offset",
+            starting_offset_error("\"yesterday\""),
         ),
         Case::new(
             "negative starting offset",
             config(&table, json!({"starting_offset": -5})),
-            "starting_offset",
+            starting_offset_error("-5"),
         ),
         Case::new(
             "unknown enum value",
             config(&table, json!({"payload_format": "xml"})),
-            "payload_format",
+            "invalid plugin_config: `payload_format` = \"xml\" is not valid; use one of \"json\", \"arrow_ipc\"",
         ),
         Case::new(
             "unknown out-of-range policy",
             config(&table, json!({"on_offset_out_of_range": "skip"})),
-            "on_offset_out_of_range",
+            "invalid plugin_config: `on_offset_out_of_range` = \"skip\" is not valid; use one of \"earliest\", \"latest\", \"fail\"",
         ),
         Case::new(
             "batch size not a number",
             config(&table, json!({"batch_size": "many"})),
-            "batch_size",
+            "invalid plugin_config: `batch_size` = \"many\" is not valid; use a whole number from 1 to 1000000",
         ),
         Case::new(
             "unknown key",
             config(&table, json!({"unknown_key": 1})),
-            "unknown_key",
+            unknown_key_error(),
         ),
         Case::new(
             "missing table key",
             json!({"bootstrap_servers": cluster().bootstrap(), "database": "d"}),
-            "`table` is required",
+            "invalid plugin_config: `table` is required",
         ),
         Case {
             what: "no [plugin_config] (null)",
             config: None,
             state: None,
-            expect: "[plugin_config]",
+            expect: "invalid plugin_config: the connector file has no [plugin_config] section; add one with at least `bootstrap_servers`, `database` and `table`".into(),
         },
-        Case::new("empty [plugin_config]", json!({}), "is required"),
-        Case::new("corrupted state", config(&table, json!({})), "saved state")
-            .with_state(b"\xc1garbage, not MessagePack".to_vec()),
-        Case::new("truncated state", config(&table, json!({})), "saved state")
-            .with_state(state[..state.len() / 2].to_vec()),
+        Case::new(
+            "empty [plugin_config]",
+            json!({}),
+            "invalid plugin_config: `bootstrap_servers` is required",
+        ),
+        Case::new(
+            "corrupted state",
+            config(&table, json!({})),
+            undecodable_state(b"\xc1garbage, not MessagePack"),
+        )
+        .with_state(b"\xc1garbage, not MessagePack".to_vec()),
+        Case::new(
+            "truncated state",
+            config(&table, json!({})),
+            undecodable_state(&state[..state.len() / 2]),
+        )
+        .with_state(state[..state.len() / 2].to_vec()),
         Case::new(
             "state of another table",
             config(other.table(), json!({})),
-            "belongs to table",
+            format!(
+                "the saved state belongs to table {db}.{table} (id {}), but {db}.{} has id {} (the table was dropped and re-created, or the connector now reads another table); {reset}",
+                table_id(&path),
+                other.table(),
+                table_id(&other)
+            ),
         )
         .with_state(state.clone()),
     ];
@@ -286,7 +371,7 @@ fn unreachable_cluster_fails_after_connect_timeout() {
     let case = Case::new(
         "unreachable bootstrap",
         json!({"bootstrap_servers": "127.0.0.1:1", "database": "d", "table": "t", "connect_timeout": "2s"}),
-        "cannot reach the Fluss cluster at 127.0.0.1:1 within 2s",
+        "cannot reach the Fluss cluster at 127.0.0.1:1 within 2s: Fluss connect failed: IO Error: Connection refused (os error 111); check `bootstrap_servers` and that the coordinator is running",
     );
     let started = Instant::now();
     refused_in_process(&case);
@@ -331,12 +416,12 @@ fn refused_credentials_fail_open() {
         with(
             json!({"sasl_mechanism": "PLAIN", "sasl_username": user.username, "sasl_password": "wrong-password"}),
         ),
-        "sasl_password",
+        format!("Fluss refused the connection to {bootstrap}: Fluss connect failed: Authentication failed: Invalid username or password (error code 46); check `sasl_username`/`sasl_password` (and that `bootstrap_servers` names the SASL listener)"),
     ));
     refused(&Case::new(
         "SASL listener without credentials",
         base.clone(),
-        "SASL",
+        format!("Fluss refused the connection to {bootstrap}: Fluss connect failed: The connection has not completed authentication yet. This may be caused by a missing or incorrect configuration of 'client.security.protocol' on the client side. (error code 46); check `sasl_username`/`sasl_password` (and that `bootstrap_servers` names the SASL listener)"),
     ));
     // The password never shows up in any log line.
     assert!(

@@ -14,3 +14,4 @@ mod log_tables;
 mod pk_script;
 mod process;
 mod runtime_payloads;
+mod zz_log_lines;
