@@ -144,8 +144,17 @@ fn arrow_type(data_type: &DataType) -> ArrowType {
 /// with multi-byte UTF-8 and DEL (which is not escaped).
 const TRICKY_TEXT: &str = "[\\x00-\\x1f\"\\\\\\x7fa-c/ é€😀]{0,40}";
 
+/// Text whose escapes (if any) follow a run of clean bytes of any length, so the 8-byte
+/// skip of the escape scan stops in every chunk position, also after multi-byte UTF-8.
+const CLEAN_THEN_ESCAPE: &str = "[a-z é€😀\\x7f/]{0,30}[\\x00-\\x1f\"\\\\]{0,2}[a-z é\\x7f]{0,20}";
+
 fn text() -> impl Strategy<Value = String> {
-    prop_oneof![any::<String>(), TRICKY_TEXT, "[a-z]{0,24}"]
+    prop_oneof![
+        any::<String>(),
+        TRICKY_TEXT,
+        CLEAN_THEN_ESCAPE,
+        "[a-z]{0,24}"
+    ]
 }
 
 /// Field names that need escaping too; the index prefix keeps them unique within a row.
