@@ -123,9 +123,11 @@ impl Process {
         let err = out
             .try_clone()
             .unwrap_or_else(|e| panic!("clone {}: {e}", log.display()));
-        // Only the variables a test sets reach Iggy: both programs read IGGY_* overrides.
+        // Only the IGGY_* variables set on `command` reach Iggy: both programs read such
+        // overrides, and one from the caller's shell would change the setup under test.
+        let set: Vec<_> = command.get_envs().map(|(key, _)| key.to_owned()).collect();
         for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("IGGY_") {
+            if key.to_string_lossy().starts_with("IGGY_") && !set.contains(&key) {
                 command.env_remove(&key);
             }
         }
@@ -633,6 +635,11 @@ impl ConnectorsRuntime {
     /// Ends the runtime with `stop` and waits for it; `None` if it was not running.
     pub fn stop(&mut self, stop: Stop) -> Option<ExitStatus> {
         self.process.take().map(|process| process.stop(stop))
+    }
+
+    /// The runtime's process id while it runs (for `/proc/<pid>/status` or `perf -p`).
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(|process| process.child.id())
     }
 
     /// Whether the runtime process still runs.
