@@ -15,6 +15,7 @@ use fluss_testkit::fluss::row::ColumnarRow;
 use iggy_connector_fluss_source::batch::Batch;
 use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
 use iggy_connector_fluss_source::encode::ipc::IpcMessages;
+use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::message::{BucketStamp, Stamper};
 use iggy_connector_fluss_source::options::{
     ChangelogFormat, HeaderSet, IpcCompression, JsonOptions,

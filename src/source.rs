@@ -22,7 +22,7 @@ use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, Sourc
 use crate::batch::Batch;
 use crate::config::Config;
 use crate::connect::{self, Table};
-use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, PayloadEncoder};
+use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
 use crate::error::{Error, Fault, Result};
 use crate::message::{BucketStamp, Stamper};
 use crate::options::{OutOfRangePolicy, PayloadFormat, PayloadSchema};
@@ -57,7 +57,7 @@ pub struct FlussSource {
     partitions: PartitionNames,
     stamper: Stamper,
     stamps: HashMap<BucketKey, BucketStamp>,
-    encoder: PayloadEncoder,
+    encoder: Box<dyn Encoder>,
     schema: Schema,
     pending: VecDeque<Pending>,
     last_discovery: Instant,
@@ -582,15 +582,15 @@ fn batch_schema(config: &Config) -> Schema {
     }
 }
 
-fn encoder_for(config: &Config, table: &Table) -> Result<PayloadEncoder> {
+fn encoder_for(config: &Config, table: &Table) -> Result<Box<dyn Encoder>> {
     Ok(if config.payload_format == PayloadFormat::ArrowIpc {
-        PayloadEncoder::Ipc(IpcMessages::new(
+        Box::new(IpcMessages::new(
             table.primary_key,
             config.arrow_ipc_compression,
             config.max_batch_bytes,
         )?)
     } else if table.primary_key {
-        PayloadEncoder::Changes(ChangeMessages::new(
+        Box::new(ChangeMessages::new(
             &config.database,
             &config.table,
             table.fields.clone(),
@@ -598,7 +598,7 @@ fn encoder_for(config: &Config, table: &Table) -> Result<PayloadEncoder> {
             config.changelog_format,
         ))
     } else {
-        PayloadEncoder::Rows(RowMessages::new(
+        Box::new(RowMessages::new(
             table.fields.clone(),
             config.json,
             config.include_metadata,

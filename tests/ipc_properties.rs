@@ -21,6 +21,7 @@ use arrow_ipc::reader::StreamReader;
 use fluss::record::ChangeType;
 use iggy_connector_fluss_source::batch::Batch;
 use iggy_connector_fluss_source::encode::ipc::IpcMessages;
+use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::options::IpcCompression;
 use proptest::prelude::*;
 

@@ -31,6 +31,7 @@ use iggy_connector_fluss_source::encode::json::{
     DecimalFormat, JsonOptions, RowEncoder, TemporalFormat,
 };
 use iggy_connector_fluss_source::encode::rows::RowMessages;
+use iggy_connector_fluss_source::encode::Encoder;
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -12,8 +12,8 @@ use arrow_array::RecordBatch;
 use fluss::metadata::DataField;
 use fluss::record::{ChangeType, ScanRecord};
 
-use super::arrow_batch;
 use super::json::{write_json_string, JsonOptions, RowEncoder};
+use super::{arrow_batch, same_batch, Encoder};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::message::BucketStamp;
@@ -112,18 +112,18 @@ pub struct ChangeMessages {
 struct Encoders<'r> {
     fields: &'r [DataField],
     options: JsonOptions,
-    current: Option<(*const RecordBatch, RowEncoder<'r>)>,
+    current: Option<(&'r RecordBatch, RowEncoder<'r>)>,
 }
 
 impl<'r> Encoders<'r> {
     fn write(&mut self, record: &'r ScanRecord, out: &mut Vec<u8>) -> Result<()> {
         let batch = arrow_batch(record.row().get_record_batch())?;
-        let ptr: *const RecordBatch = batch;
-        let reuse = matches!(&self.current, Some((p, _)) if *p == ptr);
+        let reuse =
+            matches!(&self.current, Some((current, _)) if same_batch(Some(*current), Some(batch)));
         if !reuse {
             let encoder = RowEncoder::try_new(self.fields, batch, self.options)
                 .map_err(|source| Error::Encode { source })?;
-            self.current = Some((ptr, encoder));
+            self.current = Some((batch, encoder));
         }
         if let Some((_, encoder)) = self.current.as_mut() {
             encoder.write_fields(record.row().get_row_id(), out);
@@ -152,49 +152,6 @@ impl ChangeMessages {
             format,
             source_prefix,
         }
-    }
-
-    /// See [`super::PayloadEncoder::encode`].
-    pub fn encode(
-        &mut self,
-        bucket: &BucketStamp,
-        records: &[ScanRecord],
-        batch: &mut Batch,
-    ) -> Result<usize> {
-        let mut encoders = Encoders {
-            fields: &self.fields,
-            options: self.options,
-            current: None,
-        };
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        let mut consumed = 0;
-        let mut payload_hint = 256;
-        while !batch.is_full() {
-            let Some(change) = next_change(&records[consumed..]) else {
-                break;
-            };
-            let Some(first) = change.first() else {
-                break;
-            };
-            let mut payload = Vec::with_capacity(payload_hint);
-            match self.format {
-                ChangelogFormat::Debezium => {
-                    self.write_debezium(&mut encoders, &change, bucket, now_ms, &mut payload)?
-                }
-                ChangelogFormat::Flat => self.write_flat(&mut encoders, &change, &mut payload)?,
-            }
-            payload_hint = payload.len() + 32;
-            batch.push(bucket.row(
-                first.offset(),
-                first.timestamp(),
-                Some(change.change_type()),
-                payload,
-            ));
-            consumed += change.records;
-        }
-        Ok(consumed)
     }
 
     fn write_image<'r>(
@@ -267,6 +224,50 @@ impl ChangeMessages {
         out.extend_from_slice(change.op.code().as_bytes());
         out.extend_from_slice(b"\"}");
         Ok(())
+    }
+}
+
+impl Encoder for ChangeMessages {
+    fn encode(
+        &mut self,
+        bucket: &BucketStamp,
+        records: &[ScanRecord],
+        batch: &mut Batch,
+    ) -> Result<usize> {
+        let mut encoders = Encoders {
+            fields: &self.fields,
+            options: self.options,
+            current: None,
+        };
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let mut consumed = 0;
+        let mut payload_hint = 256;
+        while !batch.is_full() {
+            let Some(change) = next_change(&records[consumed..]) else {
+                break;
+            };
+            let Some(first) = change.first() else {
+                break;
+            };
+            let mut payload = Vec::with_capacity(payload_hint);
+            match self.format {
+                ChangelogFormat::Debezium => {
+                    self.write_debezium(&mut encoders, &change, bucket, now_ms, &mut payload)?
+                }
+                ChangelogFormat::Flat => self.write_flat(&mut encoders, &change, &mut payload)?,
+            }
+            payload_hint = payload.len() + 32;
+            batch.push(bucket.row(
+                first.offset(),
+                first.timestamp(),
+                Some(change.change_type()),
+                payload,
+            ));
+            consumed += change.records;
+        }
+        Ok(consumed)
     }
 }
 

@@ -14,7 +14,7 @@ use arrow_ipc::CompressionType;
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use fluss::record::{ChangeType, ScanRecord};
 
-use super::{arrow_batch, batch_runs};
+use super::{arrow_batch, batch_runs, Encoder};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::message::BucketStamp;
@@ -56,40 +56,6 @@ impl IpcMessages {
             max_bytes,
             changelog_schema: None,
         })
-    }
-
-    /// See [`super::PayloadEncoder::encode`].
-    pub fn encode(
-        &mut self,
-        bucket: &BucketStamp,
-        records: &[ScanRecord],
-        batch: &mut Batch,
-    ) -> Result<usize> {
-        let mut consumed = 0;
-        for (start, end, arrow) in batch_runs(records) {
-            let arrow = arrow_batch(arrow)?;
-            let per_message = rows_per_message(arrow, self.max_bytes);
-            let mut at = start;
-            while at < end {
-                if batch.is_full() {
-                    return Ok(consumed);
-                }
-                let run = contiguous_rows(&records[at..end]).min(per_message);
-                let rows = &records[at..at + run];
-                let first = &rows[0];
-                let slice = arrow.slice(first.row().get_row_id(), run);
-                let slice = if self.changelog {
-                    self.with_changelog_columns(slice, rows)?
-                } else {
-                    slice
-                };
-                let payload = self.write_stream(&slice)?;
-                batch.push(bucket.ipc(first.offset(), first.timestamp(), run, payload));
-                at += run;
-                consumed += run;
-            }
-        }
-        Ok(consumed)
     }
 
     fn write_stream(&self, batch: &RecordBatch) -> Result<Vec<u8>> {
@@ -144,6 +110,41 @@ impl IpcMessages {
         ];
         columns.extend(slice.columns().iter().cloned());
         RecordBatch::try_new(schema, columns).map_err(|cause| Error::Ipc { cause })
+    }
+}
+
+impl Encoder for IpcMessages {
+    fn encode(
+        &mut self,
+        bucket: &BucketStamp,
+        records: &[ScanRecord],
+        batch: &mut Batch,
+    ) -> Result<usize> {
+        let mut consumed = 0;
+        for (start, end, arrow) in batch_runs(records) {
+            let arrow = arrow_batch(arrow)?;
+            let per_message = rows_per_message(arrow, self.max_bytes);
+            let mut at = start;
+            while at < end {
+                if batch.is_full() {
+                    return Ok(consumed);
+                }
+                let run = contiguous_rows(&records[at..end]).min(per_message);
+                let rows = &records[at..at + run];
+                let first = &rows[0];
+                let slice = arrow.slice(first.row().get_row_id(), run);
+                let slice = if self.changelog {
+                    self.with_changelog_columns(slice, rows)?
+                } else {
+                    slice
+                };
+                let payload = self.write_stream(&slice)?;
+                batch.push(bucket.ipc(first.offset(), first.timestamp(), run, payload));
+                at += run;
+                consumed += run;
+            }
+        }
+        Ok(consumed)
     }
 }
 

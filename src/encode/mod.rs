@@ -18,32 +18,18 @@ pub fn arrow_batch(batch: Option<&RecordBatch>) -> Result<&RecordBatch> {
     batch.ok_or(Error::RecordWithoutBatch)
 }
 
-/// The payload encoder of a source.
-pub enum PayloadEncoder {
-    /// Log table rows as JSON objects.
-    Rows(rows::RowMessages),
-    /// Primary-key table changes as JSON events.
-    Changes(cdc::ChangeMessages),
-    /// Runs of rows (or changes) as Arrow IPC streams.
-    Ipc(ipc::IpcMessages),
-}
-
-impl PayloadEncoder {
+/// Turns one bucket's records into messages. The source picks one implementation at open
+/// (JSON rows, change events or Arrow IPC, see `encoder_for` in [`crate::source`]).
+pub trait Encoder: Send {
     /// Encodes `records` (one bucket, offset order) into `batch` until it is full, returning
     /// how many records were consumed. An encoder may leave records it cannot encode alone
     /// yet (an update-before waiting for its update-after) for the next call.
-    pub fn encode(
+    fn encode(
         &mut self,
         bucket: &BucketStamp,
         records: &[ScanRecord],
         batch: &mut Batch,
-    ) -> Result<usize> {
-        match self {
-            PayloadEncoder::Rows(rows) => rows.encode(bucket, records, batch),
-            PayloadEncoder::Changes(changes) => changes.encode(bucket, records, batch),
-            PayloadEncoder::Ipc(ipc) => ipc.encode(bucket, records, batch),
-        }
-    }
+    ) -> Result<usize>;
 }
 
 /// Splits `records` into runs that share one Arrow record batch, so a column encoder is built
@@ -67,7 +53,9 @@ pub fn batch_runs(
     })
 }
 
-fn same_batch(a: Option<&RecordBatch>, b: Option<&RecordBatch>) -> bool {
+/// Whether two records point into the same fetched Arrow batch (the scanner shares one batch
+/// among all the records it decoded from it).
+pub fn same_batch(a: Option<&RecordBatch>, b: Option<&RecordBatch>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => std::ptr::eq(a, b),
         _ => false,

@@ -5,7 +5,7 @@ use fluss::metadata::DataField;
 use fluss::record::ScanRecord;
 
 use super::json::{write_json_string, JsonOptions, RowEncoder};
-use super::{arrow_batch, batch_runs};
+use super::{arrow_batch, batch_runs, Encoder};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::message::BucketStamp;
@@ -27,8 +27,31 @@ impl RowMessages {
         }
     }
 
-    /// See [`super::PayloadEncoder::encode`].
-    pub fn encode(
+    fn write_metadata(&self, bucket: &BucketStamp, record: &ScanRecord, out: &mut Vec<u8>) {
+        use std::io::Write;
+        if !self.fields.is_empty() {
+            out.push(b',');
+        }
+        let _ = write!(
+            out,
+            "\"_fluss\":{{\"bucket\":{},\"partition\":",
+            bucket.key().bucket
+        );
+        match bucket.partition_name() {
+            Some(name) => write_json_string(out, name),
+            None => out.extend_from_slice(b"null"),
+        }
+        let _ = write!(
+            out,
+            ",\"offset\":{},\"timestamp\":{}}}",
+            record.offset(),
+            record.timestamp()
+        );
+    }
+}
+
+impl Encoder for RowMessages {
+    fn encode(
         &mut self,
         bucket: &BucketStamp,
         records: &[ScanRecord],
@@ -59,27 +82,5 @@ impl RowMessages {
             }
         }
         Ok(consumed)
-    }
-
-    fn write_metadata(&self, bucket: &BucketStamp, record: &ScanRecord, out: &mut Vec<u8>) {
-        use std::io::Write;
-        if !self.fields.is_empty() {
-            out.push(b',');
-        }
-        let _ = write!(
-            out,
-            "\"_fluss\":{{\"bucket\":{},\"partition\":",
-            bucket.key().bucket
-        );
-        match bucket.partition_name() {
-            Some(name) => write_json_string(out, name),
-            None => out.extend_from_slice(b"null"),
-        }
-        let _ = write!(
-            out,
-            ",\"offset\":{},\"timestamp\":{}}}",
-            record.offset(),
-            record.timestamp()
-        );
     }
 }
