@@ -25,10 +25,11 @@ use crate::connect::{self, Table};
 use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
 use crate::error::{Error, Fault, Result};
 use crate::message::{BucketStamp, Stamper};
-use crate::options::{OutOfRangePolicy, PayloadFormat, PayloadSchema};
+use crate::options::{PayloadFormat, PayloadSchema};
 use crate::runtime_json;
+use crate::scan::offsets::{self, Reset};
 use crate::scan::partitions::{self, PartitionNames};
-use crate::scan::{offsets, Scanner};
+use crate::scan::Scanner;
 use crate::state::{BucketKey, Positions, Progress, SavedState, Tally};
 use crate::telemetry::Telemetry;
 
@@ -371,36 +372,30 @@ impl FlussSource {
         let latest =
             offsets::list(&self.table, &keys, &self.partitions, OffsetSpec::Latest).await?;
         for (key, position) in positions.iter_mut() {
-            let (Some(start), Some(end)) = (earliest.get(key), latest.get(key)) else {
+            let (Some(&start), Some(&end)) = (earliest.get(key), latest.get(key)) else {
                 continue;
             };
-            if (*start..=*end).contains(position) {
-                continue;
+            match offsets::reset(*position, start, end, self.config.on_offset_out_of_range) {
+                Reset::Keep => {}
+                Reset::Fail => {
+                    return Err(Error::OffsetOutOfRange {
+                        table: self.config.qualified_table(),
+                        key: *key,
+                        offset: *position,
+                        log_start: start,
+                        log_end: end,
+                    })
+                }
+                Reset::PastEnd { from, to } => {
+                    self.telemetry.past_end(*key, from, to);
+                    *position = to;
+                }
+                Reset::Skip { from, to } => {
+                    self.telemetry
+                        .skipped(*key, from, to, "the log was truncated");
+                    *position = to;
+                }
             }
-            if self.config.on_offset_out_of_range == OutOfRangePolicy::Fail {
-                return Err(Error::OffsetOutOfRange {
-                    table: self.config.qualified_table(),
-                    key: *key,
-                    offset: *position,
-                    log_start: *start,
-                    log_end: *end,
-                });
-            }
-            if *position > *end {
-                // The log lost its tail (or the state is from the future): every row below
-                // the new end was delivered already, and new rows will reuse the lost
-                // offsets, so both policies continue at the end, skipping nothing.
-                self.telemetry.past_end(*key, *position, *end);
-                *position = *end;
-                continue;
-            }
-            let target = match self.config.on_offset_out_of_range {
-                OutOfRangePolicy::Latest => *end,
-                OutOfRangePolicy::Earliest | OutOfRangePolicy::Fail => *start,
-            };
-            self.telemetry
-                .skipped(*key, *position, target, "the log was truncated");
-            *position = target;
         }
         Ok(())
     }

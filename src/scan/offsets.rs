@@ -10,7 +10,7 @@ use fluss::PartitionId;
 
 use crate::connect::{call, Table, CALL_TIMEOUT};
 use crate::error::Result;
-use crate::options::StartingOffset;
+use crate::options::{OutOfRangePolicy, StartingOffset};
 use crate::state::{BucketKey, Positions};
 
 /// Asks the server for `spec` in every bucket of `keys`, one request per partition.
@@ -89,5 +89,82 @@ pub async fn starting(
             positions.extend(latest);
             Ok(positions)
         }
+    }
+}
+
+/// What `on_offset_out_of_range` makes of one bucket's position, given the log it has now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reset {
+    /// The position is inside the log: nothing to do.
+    Keep,
+    /// The log was truncated past the position: continue at `to`, skipping `from..to`.
+    Skip { from: i64, to: i64 },
+    /// The position is past the log end (the server lost its tail, or the state is from the
+    /// future): every row below the new end was delivered already, and new rows will reuse
+    /// the lost offsets, so every policy continues at the end, skipping nothing.
+    PastEnd { from: i64, to: i64 },
+    /// `on_offset_out_of_range = "fail"`: stop.
+    Fail,
+}
+
+/// The decision for a bucket at `position` whose log holds `start..=end`.
+pub fn reset(position: i64, start: i64, end: i64, policy: OutOfRangePolicy) -> Reset {
+    if (start..=end).contains(&position) {
+        return Reset::Keep;
+    }
+    if policy == OutOfRangePolicy::Fail {
+        return Reset::Fail;
+    }
+    if position > end {
+        return Reset::PastEnd {
+            from: position,
+            to: end,
+        };
+    }
+    let to = match policy {
+        OutOfRangePolicy::Latest => end,
+        OutOfRangePolicy::Earliest | OutOfRangePolicy::Fail => start,
+    };
+    Reset::Skip { from: position, to }
+}
+
+#[cfg(test)]
+mod reset_tests {
+    use super::*;
+    use OutOfRangePolicy::{Earliest, Fail, Latest};
+
+    #[test]
+    fn positions_inside_the_log_are_kept_under_every_policy() {
+        for policy in [Earliest, Latest, Fail] {
+            for position in [10, 15, 20] {
+                assert_eq!(reset(position, 10, 20, policy), Reset::Keep, "{position}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_truncated_log_skips_to_its_start_or_end() {
+        assert_eq!(reset(3, 10, 20, Earliest), Reset::Skip { from: 3, to: 10 });
+        assert_eq!(reset(3, 10, 20, Latest), Reset::Skip { from: 3, to: 20 });
+        assert_eq!(reset(3, 10, 20, Fail), Reset::Fail);
+    }
+
+    #[test]
+    fn a_position_past_the_end_continues_at_the_end_unless_failing() {
+        assert_eq!(
+            reset(25, 10, 20, Earliest),
+            Reset::PastEnd { from: 25, to: 20 }
+        );
+        assert_eq!(
+            reset(25, 10, 20, Latest),
+            Reset::PastEnd { from: 25, to: 20 }
+        );
+        assert_eq!(reset(25, 10, 20, Fail), Reset::Fail);
+    }
+
+    #[test]
+    fn an_empty_log_keeps_only_its_single_offset() {
+        assert_eq!(reset(0, 0, 0, Fail), Reset::Keep);
+        assert_eq!(reset(1, 0, 0, Earliest), Reset::PastEnd { from: 1, to: 0 });
     }
 }
