@@ -1,10 +1,13 @@
 //! Source half of the Apache Iggy connector SDK, written from the runtime's C ABI
 //! contract: implement [`Source`], then `source_connector!(MySource);` in a `cdylib`.
 //!
-//! * [`message`]: the batch wire types (postcard, byte-compatible with upstream);
+//! * [`message`]: the batch wire types (postcard, byte-compatible with upstream), with the
+//!   header types ([`HeaderKey`], [`HeaderValue`]) and their base64 layout in
+//!   `message/header/`;
 //! * [`error`]: the SDK's error and the `source()` chain renderer;
 //! * [`ffi`]: `source_connector!` and the panic guard around every `extern "C"` body;
-//! * [`container`]: per-id instances, the poll loop, [`BatchPolicy`];
+//! * [`container`]: per-id instances and their entry points; its `delivery` submodule runs
+//!   the poll loop (one batch in flight, Nack backoff) timed by [`BatchPolicy`];
 //! * [`log`]: `tracing` events forwarded to the runtime's log callback;
 //! * [`runtime`]: the plugin's own Tokio runtime.
 #![cfg_attr(
