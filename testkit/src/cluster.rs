@@ -15,6 +15,8 @@ use fluss::ServerType;
 
 use crate::tables::{unique_table, TEST_DATABASE};
 
+mod replicas;
+
 /// How long a fresh cluster may take until it serves. A cold start measures
 /// about 8-10 s on 2 cores; the rest is headroom for a busy CI machine that
 /// is compiling at the same time.
@@ -37,6 +39,19 @@ pub struct ClusterOptions {
     /// Extra `server.yaml` lines for every server, e.g.
     /// `("log.segment.file-size", "1kb")`; they replace the script's defaults.
     pub conf: Vec<(String, String)>,
+}
+
+impl ClusterOptions {
+    /// Three tablet servers and `default.replication.factor: 3`: every bucket has a replica
+    /// on each server, so any one of them can fail (or be restarted) without losing an
+    /// acknowledged write (the writer's `acks = all` waits for every in-sync replica).
+    pub fn replicated() -> Self {
+        Self {
+            tablets: 3,
+            conf: vec![("default.replication.factor".into(), "3".into())],
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for ClusterOptions {
@@ -75,6 +90,8 @@ struct Local {
     script: PathBuf,
     dir: PathBuf,
     tablets: usize,
+    /// From the script's start until the cluster served.
+    started_in: Duration,
 }
 
 impl Cluster {
@@ -143,7 +160,7 @@ impl Cluster {
         let sasl_users = read_trimmed(&dir.join("sasl-users"))
             .map(|text| parse_users(&text))
             .unwrap_or_default();
-        let cluster = Cluster {
+        let mut cluster = Cluster {
             bootstrap,
             sasl_bootstrap,
             sasl_users,
@@ -151,10 +168,14 @@ impl Cluster {
                 script,
                 dir,
                 tablets: options.tablets,
+                started_in: Duration::ZERO,
             }),
         };
         match cluster.wait_serving(options.tablets) {
             Ok(()) => {
+                if let Some(local) = &mut cluster.local {
+                    local.started_in = started.elapsed();
+                }
                 // In the test output, so slow CI starts are visible.
                 eprintln!(
                     "fluss-testkit: cluster at {} ({} tablet server(s){}) serves after {:.1?}",

@@ -1,0 +1,363 @@
+//! Replicated clusters: who leads a bucket, which replicas are in sync, a rolling restart,
+//! and what the server processes cost.
+//!
+//! Leaders come from fluss-rs metadata (the coordinator's view, refreshed per call). The
+//! in-sync replica set has no client API on a 0.9.1 server (`GetClusterHealth` is 1.0 only,
+//! and the metadata response carries no ISR), so it is read from the coordinator's log: it
+//! logs every leader-and-ISR write to ZooKeeper (`Batch Register`, `Batch Update`, `Updated
+//! LeaderAndIsr{leader=1, leaderEpoch=0, isr=[1, 2, 0], ...} for bucket TableBucket{...}`) from
+//! its one event thread, so the last line of a bucket is its current state.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use fluss::client::FlussConnection;
+use fluss::metadata::{TableBucket, TablePath};
+use fluss::{BucketId, PartitionId, TableId};
+
+use super::{connect, Cluster, CALL_TIMEOUT, READY_TIMEOUT, RETRY_INTERVAL};
+
+/// One bucket as the coordinator's log names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct LoggedBucket {
+    table: TableId,
+    partition: Option<PartitionId>,
+    bucket: BucketId,
+}
+
+/// The first (creation) and the latest leader-and-ISR entry of a bucket.
+#[derive(Debug, Clone)]
+struct LoggedState {
+    replicas: usize,
+    leader: i32,
+    isr: Vec<i32>,
+}
+
+impl Cluster {
+    /// The tablet server (its index, which is also its `tablet-server.id`) that leads
+    /// `bucket` of `path` (of partition `partition`, for partitioned tables) according to
+    /// fresh metadata from the coordinator, or `None` while the bucket has no leader.
+    pub fn bucket_leader(
+        &self,
+        path: &TablePath,
+        partition: Option<PartitionId>,
+        bucket: BucketId,
+    ) -> Option<usize> {
+        let config = self.config();
+        let owned = path.clone();
+        block_on(async move {
+            let deadline = Instant::now() + READY_TIMEOUT;
+            let connection = connect(&config, deadline).await?;
+            leader_of(&connection, &owned, partition, bucket).await
+        })
+        .unwrap_or_else(|reason| {
+            panic!(
+                "cannot look up the leader of {path} bucket {bucket}: {reason}\n{}",
+                self.status()
+            )
+        })
+        .map(|id| id as usize)
+    }
+
+    /// Waits until `bucket` of `path` has a leader other than `not` (e.g. the server just
+    /// killed) and returns it; panics after `within`.
+    pub fn wait_new_leader(
+        &self,
+        path: &TablePath,
+        partition: Option<PartitionId>,
+        bucket: BucketId,
+        not: usize,
+        within: Duration,
+    ) -> usize {
+        let deadline = Instant::now() + within;
+        loop {
+            let leader = self.bucket_leader(path, partition, bucket);
+            match leader {
+                Some(l) if l != not => return l,
+                _ if Instant::now() >= deadline => panic!(
+                    "{path} bucket {bucket} has no leader other than tablet server {not} after \
+                     {within:?} (now {leader:?})\n{}",
+                    self.logs()
+                ),
+                _ => std::thread::sleep(RETRY_INTERVAL),
+            }
+        }
+    }
+
+    /// The in-sync replicas of every bucket of `tables` (partitions included), as the
+    /// coordinator last wrote them to ZooKeeper: `(bucket, leader, isr)`.
+    pub fn in_sync_replicas(&self, tables: &[&TablePath]) -> Vec<(TableBucket, i32, Vec<i32>)> {
+        let ids = self.table_ids(tables);
+        let mut out: Vec<(TableBucket, i32, Vec<i32>)> = self
+            .logged_states()
+            .into_iter()
+            .filter(|(b, _)| ids.contains(&b.table))
+            .map(|(b, s)| {
+                (
+                    TableBucket::new_with_partition(b.table, b.partition, b.bucket),
+                    s.leader,
+                    s.isr,
+                )
+            })
+            .collect();
+        out.sort_by_key(|(b, _, _)| (b.table_id(), b.partition_id(), b.bucket_id()));
+        out
+    }
+
+    /// Waits until every bucket of `tables` has all its replicas in sync again (the ISR
+    /// has as many members as at creation): after a restarted tablet server caught up.
+    /// Panics after `within` with the buckets still short.
+    pub fn wait_in_sync(&self, tables: &[&TablePath], within: Duration) {
+        let ids = self.table_ids(tables);
+        let deadline = Instant::now() + within;
+        loop {
+            let states = self.logged_states();
+            let mut short: Vec<String> = states
+                .iter()
+                .filter(|(b, s)| ids.contains(&b.table) && s.isr.len() < s.replicas)
+                .map(|(b, s)| format!("{b:?}: isr {:?} of {} replicas", s.isr, s.replicas))
+                .collect();
+            let known = states.keys().filter(|b| ids.contains(&b.table)).count();
+            if known == 0 {
+                short.push(format!(
+                    "no bucket of table ids {ids:?} in the coordinator log"
+                ));
+            }
+            if short.is_empty() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                short.sort();
+                panic!(
+                    "replicas not back in sync after {within:?}: {short:#?}\n{}",
+                    self.logs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// Restarts every tablet server, one at a time: a graceful stop, a start, and a wait
+    /// until the buckets of `tables` are fully in sync again before the next one, so no
+    /// bucket is ever left without an in-sync replica to lead it.
+    pub fn rolling_restart(&self, tables: &[&TablePath]) {
+        for i in 0..self.tablets() {
+            let started = Instant::now();
+            self.stop_tablet(i);
+            self.start_tablet(i);
+            self.wait_in_sync(tables, READY_TIMEOUT);
+            eprintln!(
+                "fluss-testkit: rolling restart: tablet server {i} back in sync after {:.1?}",
+                started.elapsed()
+            );
+        }
+    }
+
+    /// Number of tablet servers this cluster was started with (1 for an external one).
+    pub fn tablets(&self) -> usize {
+        self.local.as_ref().map_or(1, |l| l.tablets)
+    }
+
+    /// How long [`Cluster::start`] took until the cluster served (`None` if external).
+    pub fn start_time(&self) -> Option<Duration> {
+        self.local.as_ref().map(|l| l.started_in)
+    }
+
+    /// The resident memory of every running server process, `(name, KiB)`, e.g.
+    /// `("tablet-0", 131_072)`; from `/proc/<pid>/status` of the pids the script recorded.
+    pub fn memory(&self) -> Vec<(String, u64)> {
+        let Some(dir) = self.dir() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let Ok(entries) = std::fs::read_dir(dir.join("pids")) else {
+            return out;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == "watchdog" {
+                continue;
+            }
+            let Some(pid) = super::read_trimmed(&entry.path()) else {
+                continue;
+            };
+            // Only a live process of this cluster (the pid may have been reused).
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let marker = format!("-Dfluss.cluster.dir={}", dir.display());
+            if !String::from_utf8_lossy(&cmdline).contains(&marker) {
+                continue;
+            }
+            if let Some(kib) = rss_kib(&pid) {
+                out.push((name, kib));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn table_ids(&self, tables: &[&TablePath]) -> Vec<TableId> {
+        let config = self.config();
+        let paths: Vec<TablePath> = tables.iter().map(|p| (*p).clone()).collect();
+        block_on(async move {
+            let deadline = Instant::now() + READY_TIMEOUT;
+            let connection = connect(&config, deadline).await?;
+            let admin = connection
+                .get_admin()
+                .map_err(|e| format!("get_admin: {e}"))?;
+            let mut ids = Vec::new();
+            for path in &paths {
+                let info = tokio::time::timeout(CALL_TIMEOUT, admin.get_table_info(path))
+                    .await
+                    .map_err(|_| format!("get_table_info {path}: no answer"))?
+                    .map_err(|e| format!("get_table_info {path}: {e}"))?;
+                ids.push(info.table_id);
+            }
+            Ok(ids)
+        })
+        .unwrap_or_else(|reason| panic!("cannot resolve table ids: {reason}"))
+    }
+
+    /// Every bucket's creation size and latest state from the coordinator log.
+    fn logged_states(&self) -> HashMap<LoggedBucket, LoggedState> {
+        let dir = self.local_dir("in_sync_replicas");
+        let text =
+            std::fs::read_to_string(dir.join("log").join("coordinator.log")).unwrap_or_default();
+        let mut states: HashMap<LoggedBucket, LoggedState> = HashMap::new();
+        for line in text.lines() {
+            let Some((bucket, leader, isr)) = parse_leader_and_isr(line) else {
+                continue;
+            };
+            let register = line.contains("Register LeaderAndIsr");
+            match states.get_mut(&bucket) {
+                Some(state) if !register => {
+                    state.leader = leader;
+                    state.isr = isr;
+                }
+                _ => {
+                    states.insert(
+                        bucket,
+                        LoggedState {
+                            replicas: isr.len(),
+                            leader,
+                            isr,
+                        },
+                    );
+                }
+            }
+        }
+        states
+    }
+}
+
+async fn leader_of(
+    connection: &FlussConnection,
+    path: &TablePath,
+    partition: Option<PartitionId>,
+    bucket: BucketId,
+) -> Result<Option<i32>, String> {
+    let metadata = connection.get_metadata();
+    tokio::time::timeout(CALL_TIMEOUT, metadata.update_table_metadata(path))
+        .await
+        .map_err(|_| "metadata request: no answer".to_string())?
+        .map_err(|e| format!("metadata of {path}: {e}"))?;
+    let table_id = metadata
+        .get_cluster()
+        .get_table_id(path)
+        .ok_or_else(|| format!("{path} is not in the metadata"))?;
+    let table_bucket = TableBucket::new_with_partition(table_id, partition, bucket);
+    let leader = tokio::time::timeout(CALL_TIMEOUT, metadata.leader_for(path, &table_bucket))
+        .await
+        .map_err(|_| "leader lookup: no answer".to_string())?
+        .map_err(|e| format!("leader of {table_bucket:?}: {e}"))?;
+    Ok(leader.map(|node| node.id()))
+}
+
+/// `LeaderAndIsr{leader=1, leaderEpoch=0, isr=[1, 2, 0], ...} for bucket
+/// TableBucket{tableId=3, partitionId=7, bucket=2}` → bucket, leader, isr.
+fn parse_leader_and_isr(line: &str) -> Option<(LoggedBucket, i32, Vec<i32>)> {
+    let state = &line[line.find("LeaderAndIsr{leader=")? + "LeaderAndIsr{leader=".len()..];
+    let leader: i32 = state[..state.find(',')?].trim().parse().ok()?;
+    let isr_text = &state[state.find("isr=[")? + "isr=[".len()..];
+    let isr: Vec<i32> = isr_text[..isr_text.find(']')?]
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let bucket_text = &line[line.find("TableBucket{")? + "TableBucket{".len()..];
+    let bucket_text = &bucket_text[..bucket_text.find('}')?];
+    let mut table = None;
+    let mut partition = None;
+    let mut bucket = None;
+    for field in bucket_text.split(',') {
+        let (key, value) = field.trim().split_once('=')?;
+        match key {
+            "tableId" => table = value.parse().ok(),
+            "partitionId" => partition = value.parse().ok(),
+            "bucket" => bucket = value.parse().ok(),
+            _ => {}
+        }
+    }
+    Some((
+        LoggedBucket {
+            table: table?,
+            partition,
+            bucket: bucket?,
+        },
+        leader,
+        isr,
+    ))
+}
+
+/// `VmRSS` of a process in KiB.
+pub(crate) fn rss_kib(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Runs `future` on a fresh current-thread runtime in its own thread (callable from inside a
+/// test's runtime), like the readiness checks.
+fn block_on<T, F>(future: F) -> Result<T, String>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T, String>> + Send + 'static,
+{
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot build a Tokio runtime: {e}"))?
+            .block_on(future)
+    })
+    .join()
+    .unwrap_or_else(|_| Err("the lookup thread panicked".to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_coordinator_leader_and_isr_lines() {
+        let line = "09:56:48.207 INFO  [coordinator-event-thread] o.a.f.s.z.ZooKeeperClient - Batch Update LeaderAndIsr{leader=1, leaderEpoch=1, isr=[1, 2, 0], coordinatorEpoch=0, bucketEpoch=2} for bucket TableBucket{tableId=1, bucket=2} in Zookeeper.";
+        let (bucket, leader, isr) = parse_leader_and_isr(line).expect("parsed");
+        assert_eq!(
+            bucket,
+            LoggedBucket {
+                table: 1,
+                partition: None,
+                bucket: 2
+            }
+        );
+        assert_eq!((leader, isr), (1, vec![1, 2, 0]));
+        let partitioned = "x - Updated LeaderAndIsr{leader=-1, leaderEpoch=3, isr=[], coordinatorEpoch=0, bucketEpoch=4} for bucket TableBucket{tableId=5, partitionId=9, bucket=0}";
+        let (bucket, leader, isr) = parse_leader_and_isr(partitioned).expect("parsed");
+        assert_eq!(bucket.partition, Some(9));
+        assert_eq!((leader, isr), (-1, vec![]));
+        assert!(parse_leader_and_isr("no state here").is_none());
+    }
+}
