@@ -13,6 +13,7 @@ use fluss_testkit::fluss::metadata::RowType;
 use fluss_testkit::fluss::record::{ChangeType, ScanRecord};
 use fluss_testkit::fluss::row::ColumnarRow;
 use iggy_connector_fluss_source::batch::Batch;
+use iggy_connector_fluss_source::bucket::BucketKey;
 use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
 use iggy_connector_fluss_source::encode::ipc::IpcMessages;
 use iggy_connector_fluss_source::encode::Encoder;
@@ -20,7 +21,6 @@ use iggy_connector_fluss_source::message::{BucketStamp, Stamper};
 use iggy_connector_fluss_source::options::{
     ChangelogFormat, HeaderSet, IpcCompression, JsonOptions,
 };
-use iggy_connector_fluss_source::state::BucketKey;
 
 const ROWS: usize = 100_000;
 

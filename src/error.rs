@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use snafu::Snafu;
 
+use crate::bucket::BucketKey;
 use crate::config::ConfigError;
 use crate::encode::json::EncodeError;
-use crate::state::BucketKey;
 
 /// The fix for any unusable saved state.
 const RESET_HINT: &str = "delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`";

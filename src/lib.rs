@@ -9,8 +9,10 @@
 //! - [`options`]: the values of every enumerated key, listed once;
 //! - [`config`]: `[plugin_config]` parsed and validated key by key;
 //! - [`connect`]: the cluster connection and the checks `open` makes on the table;
+//! - [`bucket`]: bucket keys and positions (a leaf every module may use);
 //! - [`state`]: positions, staged until Ack, persisted as versioned MessagePack;
 //! - [`scan`]: the fluss-rs scanner, starting offsets and partition discovery;
+//! - [`buckets`]: the registry of buckets read, their stamps and queued records;
 //! - [`batch`]: batch limits across several client polls;
 //! - [`runtime_json`]: what the runtime's re-encoding of JSON payloads can carry;
 //! - [`encode`]: records to payloads (JSON rows, …);
@@ -23,6 +25,8 @@
 )]
 
 pub mod batch;
+pub mod bucket;
+pub mod buckets;
 pub mod config;
 pub mod connect;
 pub mod encode;

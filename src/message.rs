@@ -24,9 +24,9 @@ use fluss::record::ChangeType;
 use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::{HeaderKey, HeaderValue, ProducedMessage};
 
+use crate::bucket::BucketKey;
 use crate::error::{Error, Result};
 use crate::options::{Choice, Header, HeaderSet};
-use crate::state::BucketKey;
 
 fn fold(value: u64, bits: u32) -> u128 {
     let mask = (1u64 << bits) - 1;

@@ -12,25 +12,25 @@
 //! overlap on two cores. Each answered batch therefore has its own staged positions ([`Progress`]); a
 //! Nack drops them all, including those of the batch prepared behind it.
 
-use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use fluss::record::ScanRecord;
 use fluss::rpc::message::OffsetSpec;
 use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, SourceBatchResult};
 
 use crate::batch::Batch;
+use crate::bucket::{BucketKey, Positions};
+use crate::buckets::Buckets;
 use crate::config::Config;
 use crate::connect::{self, Table};
 use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
 use crate::error::{Error, Fault, Result};
-use crate::message::{BucketStamp, Stamper};
-use crate::options::{PayloadFormat, PayloadSchema};
+use crate::message::Stamper;
+use crate::options::{Choice, PayloadFormat, PayloadSchema};
 use crate::runtime_json;
 use crate::scan::offsets::{self, Reset};
 use crate::scan::partitions::{self, PartitionNames};
 use crate::scan::Scanner;
-use crate::state::{BucketKey, Positions, Progress, SavedState, Tally};
+use crate::state::{Progress, SavedState, Tally};
 use crate::telemetry::Telemetry;
 
 /// Pause after a failed client poll before trying again.
@@ -42,30 +42,20 @@ const LIVENESS_INTERVAL: Duration = Duration::from_secs(5);
 /// How long that liveness probe may take.
 const LIVENESS_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Records fetched from one bucket but not yet handed over.
-struct Pending {
-    key: BucketKey,
-    records: Vec<ScanRecord>,
-    next: usize,
-}
-
 /// The Fluss source connector.
 pub struct FlussSource {
     config: Config,
     table: Table,
-    scanner: Scanner,
+    /// `None` when the scanner must be rebuilt at `progress.current()` before the table is
+    /// read again: a rebuild (after a fault or a Nack) failed transiently, the cluster
+    /// answered again after an outage, or a poll error ended the poll (the read-ahead task
+    /// stops at an error).
+    scanner: Option<Scanner>,
     progress: Progress,
-    partitions: PartitionNames,
-    stamper: Stamper,
-    stamps: HashMap<BucketKey, BucketStamp>,
+    buckets: Buckets,
     encoder: Box<dyn Encoder>,
     schema: Schema,
-    pending: VecDeque<Pending>,
     last_discovery: Instant,
-    /// The scanner must be rebuilt at `progress.current()` before it is read again: a rebuild
-    /// (after a fault or a Nack) failed transiently, the cluster answered again after an
-    /// outage, or a poll error ended the poll (the read-ahead task stops at an error).
-    stale: bool,
     /// Since when client polls return nothing (`None` while records arrive).
     idle_since: Option<Instant>,
     last_liveness: Instant,
@@ -113,33 +103,9 @@ impl Source for FlussSource {
         }
         starts.sort_by_key(|(k, _, _)| *k);
         let stamper = Stamper::new(table.id(), &qualified, config.headers)?;
-        let mut stamps = HashMap::new();
-        for key in &all_keys {
-            stamps.insert(*key, stamp(&stamper, &partitions, *key)?);
-        }
         let scanner = Scanner::build(&table, &committed, connect::readers(&config)).await?;
         let telemetry = Telemetry::new(id, &qualified, config.verbose_logging);
-        telemetry.opened(
-            &format!(
-                "{} table id {} at {}: {} buckets{}, {} columns, payload {:?}",
-                if table.primary_key {
-                    "primary-key"
-                } else {
-                    "log"
-                },
-                table.id(),
-                config.bootstrap_servers,
-                table.buckets(),
-                if table.info.is_partitioned() {
-                    format!(" × {} partitions", partitions.len())
-                } else {
-                    String::new()
-                },
-                table.fields.len(),
-                config.payload_format,
-            ),
-            &starts,
-        );
+        telemetry.opened(&summary(&config, &table, partitions.len()), &starts);
         if let Some(warning) = key_order {
             telemetry.key_order(&warning);
         }
@@ -147,15 +113,11 @@ impl Source for FlussSource {
             schema: batch_schema(&config),
             config,
             table,
-            scanner,
+            scanner: Some(scanner),
             progress: Progress::new(committed),
-            partitions,
-            stamper,
-            stamps,
+            buckets: Buckets::new(stamper, partitions, &all_keys)?,
             encoder,
-            pending: VecDeque::new(),
             last_discovery: Instant::now(),
-            stale: false,
             idle_since: None,
             last_liveness: Instant::now(),
             telemetry,
@@ -171,29 +133,37 @@ impl Source for FlussSource {
         let mut records = 0;
         loop {
             let started = Instant::now();
-            records += self.drain(&mut batch, &mut positions)?;
+            records += self
+                .buckets
+                .drain(self.encoder.as_mut(), &mut batch, &mut positions)?;
             encode_time += started.elapsed();
             let now = Instant::now();
             if batch.is_full() || now >= deadline {
                 break;
             }
-            if self.stale {
+            let Some(scanner) = self.scanner.as_mut() else {
                 self.rebuild(&positions.clone()).await?;
-                if self.stale {
+                if self.scanner.is_none() {
                     // Still unreachable: hand over what there is and try again next poll.
                     tokio::time::sleep(RETRY_PAUSE.min(deadline - now)).await;
                     break;
                 }
                 continue;
-            }
-            match self.scanner.poll(deadline - now).await {
+            };
+            match scanner.poll(deadline - now).await {
                 Ok(records) => {
                     if records.is_empty() {
                         self.idle_since.get_or_insert(now);
                     } else {
                         self.idle_since = None;
                         self.telemetry.recovered();
-                        self.queue(records);
+                        for (bucket, records) in records.into_records_by_buckets() {
+                            let key = BucketKey {
+                                partition: bucket.partition_id(),
+                                bucket: bucket.bucket_id(),
+                            };
+                            self.buckets.queue(key, records);
+                        }
                     }
                 }
                 Err(error) => self.recover(error, &mut positions).await?,
@@ -249,76 +219,21 @@ impl Source for FlussSource {
     }
 
     async fn close(&mut self) -> Result<()> {
-        self.pending.clear();
+        self.buckets.clear_queued();
         self.telemetry.closed();
         Ok(())
     }
 }
 
 impl FlussSource {
-    /// Moves pending records into `batch` until it is full, advancing `positions`. Buckets
-    /// take turns, so one busy bucket cannot starve the others.
-    /// Returns how many records were consumed.
-    fn drain(&mut self, batch: &mut Batch, positions: &mut Positions) -> Result<usize> {
-        let mut total = 0;
-        for _ in 0..self.pending.len() {
-            if batch.is_full() {
-                break;
-            }
-            let Some(mut pending) = self.pending.pop_front() else {
-                break;
-            };
-            let Some(stamp) = self.stamps.get(&pending.key) else {
-                // A bucket of a partition dropped meanwhile: its rows are gone with it.
-                continue;
-            };
-            let records = &pending.records[pending.next..];
-            let consumed = self.encoder.encode(stamp, records, batch)?;
-            if consumed > 0 {
-                positions.insert(pending.key, records[consumed - 1].offset() + 1);
-                pending.next += consumed;
-                total += consumed;
-            }
-            if pending.next < pending.records.len() {
-                self.pending.push_back(pending);
-            }
-        }
-        Ok(total)
-    }
-
-    /// Queues newly polled records behind what is already pending, bucket by bucket.
-    fn queue(&mut self, records: fluss::record::ScanRecords) {
-        for (bucket, records) in records.into_records_by_buckets() {
-            if records.is_empty() {
-                continue;
-            }
-            let key = BucketKey {
-                partition: bucket.partition_id(),
-                bucket: bucket.bucket_id(),
-            };
-            // Keep one queue entry per bucket so a bucket's records stay in offset order.
-            if let Some(existing) = self.pending.iter_mut().find(|p| p.key == key) {
-                existing.records.drain(..existing.next);
-                existing.next = 0;
-                existing.records.extend(records);
-            } else {
-                self.pending.push_back(Pending {
-                    key,
-                    records,
-                    next: 0,
-                });
-            }
-        }
-    }
-
     /// Handles a failed client poll; `positions` are where the batch being built stands.
     /// Transient faults (including a failed re-seek) are logged at WARN and retried; only
     /// `on_offset_out_of_range = "fail"`, refused credentials and unknown faults end the poll
     /// with an error.
     async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
         // The read-ahead stops at an error, so the scanner must start over whatever happens
-        // below: the rebuild at the end clears this, an early return leaves it to the next poll.
-        self.stale = true;
+        // below: the rebuild at the end replaces it, an early return leaves it to the next poll.
+        self.scanner = None;
         match error.fault() {
             Fault::OutOfRange => {
                 if let Err(reset) = self.reset_out_of_range(positions).await {
@@ -347,15 +262,14 @@ impl FlussSource {
     /// transient failure (cluster unreachable) is logged, marks the scanner stale and is
     /// retried on the next read instead of failing the stream.
     async fn rebuild(&mut self, positions: &Positions) -> Result<()> {
-        self.pending.clear();
+        self.buckets.clear_queued();
+        self.scanner = None;
         match Scanner::build(&self.table, positions, connect::readers(&self.config)).await {
             Ok(scanner) => {
-                self.scanner = scanner;
-                self.stale = false;
+                self.scanner = Some(scanner);
                 Ok(())
             }
             Err(error) if error.fault() == Fault::Retry => {
-                self.stale = true;
                 self.telemetry
                     .retrying("re-subscribing to the table failed", &error);
                 Ok(())
@@ -367,10 +281,20 @@ impl FlussSource {
     /// Applies `on_offset_out_of_range` to every bucket whose position left the log.
     async fn reset_out_of_range(&mut self, positions: &mut Positions) -> Result<()> {
         let keys: Vec<BucketKey> = positions.keys().copied().collect();
-        let earliest =
-            offsets::list(&self.table, &keys, &self.partitions, OffsetSpec::Earliest).await?;
-        let latest =
-            offsets::list(&self.table, &keys, &self.partitions, OffsetSpec::Latest).await?;
+        let earliest = offsets::list(
+            &self.table,
+            &keys,
+            self.buckets.partitions(),
+            OffsetSpec::Earliest,
+        )
+        .await?;
+        let latest = offsets::list(
+            &self.table,
+            &keys,
+            self.buckets.partitions(),
+            OffsetSpec::Latest,
+        )
+        .await?;
         for (key, position) in positions.iter_mut() {
             let (Some(&start), Some(&end)) = (earliest.get(key), latest.get(key)) else {
                 continue;
@@ -431,9 +355,14 @@ impl FlussSource {
         }
         if self.telemetry.progress_due() {
             let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
-            let latest = offsets::list(&self.table, &keys, &self.partitions, OffsetSpec::Latest)
-                .await
-                .unwrap_or_default();
+            let latest = offsets::list(
+                &self.table,
+                &keys,
+                self.buckets.partitions(),
+                OffsetSpec::Latest,
+            )
+            .await
+            .unwrap_or_default();
             let current = self.progress.current().clone();
             self.telemetry.progress(&current, &latest);
         }
@@ -455,7 +384,12 @@ impl FlussSource {
         }
         let probe = tokio::time::timeout(
             LIVENESS_TIMEOUT,
-            offsets::list(&self.table, &keys, &self.partitions, OffsetSpec::Latest),
+            offsets::list(
+                &self.table,
+                &keys,
+                self.buckets.partitions(),
+                OffsetSpec::Latest,
+            ),
         )
         .await
         .unwrap_or(Err(Error::Timeout {
@@ -472,7 +406,7 @@ impl FlussSource {
         };
         if self.telemetry.faulted() {
             self.telemetry.recovered();
-            self.stale = true;
+            self.scanner = None;
         }
         let past_end = self
             .progress
@@ -486,7 +420,7 @@ impl FlussSource {
                     for (key, offset) in positions {
                         self.progress.set_committed(key, offset);
                     }
-                    self.stale = true;
+                    self.scanner = None;
                 }
                 Err(error) if error.fault() == Fault::Retry => self
                     .telemetry
@@ -500,45 +434,47 @@ impl FlussSource {
     /// Subscribes new partitions from their earliest offset and forgets dropped ones.
     async fn discover(&mut self) -> Result<()> {
         let now = partitions::list(&self.table).await?;
-        let changes = partitions::diff(&self.partitions, &now);
+        let changes = partitions::diff(self.buckets.partitions(), &now);
         if changes.added.is_empty() && changes.dropped.is_empty() {
             return Ok(());
         }
-        let dropped: Vec<(i64, String)> = changes
-            .dropped
-            .iter()
-            .map(|p| (*p, self.partitions.get(p).cloned().unwrap_or_default()))
-            .collect();
-        for (partition, _) in &dropped {
+        let mut dropped = Vec::with_capacity(changes.dropped.len());
+        for partition in &changes.dropped {
+            let name = self.buckets.drop_partition(*partition).unwrap_or_default();
             for key in bucket_keys(&self.table, [*partition]) {
                 self.progress.forget(&key);
-                self.stamps.remove(&key);
-                self.pending.retain(|p| p.key != key);
-                // The scanner already ignores a vanished partition; unsubscribing stops its
-                // warnings. A failure here is harmless.
-                let _ = self.scanner.unsubscribe(key).await;
+                if let Some(scanner) = self.scanner.as_mut() {
+                    // The scanner already ignores a vanished partition; unsubscribing stops
+                    // its warnings. A failure here is harmless.
+                    let _ = scanner.unsubscribe(key).await;
+                }
             }
+            dropped.push((*partition, name));
         }
-        let added: Vec<(i64, String)> = changes
-            .added
-            .iter()
-            .filter_map(|p| now.get(p).map(|n| (*p, n.clone())))
-            .collect();
-        self.partitions = now;
+        // Registered only once their start offsets are known, so a failed listing is simply
+        // retried by the next discovery.
         let new_keys = bucket_keys(&self.table, changes.added.iter().copied());
-        let starts = offsets::list(
-            &self.table,
-            &new_keys,
-            &self.partitions,
-            OffsetSpec::Earliest,
-        )
-        .await?;
+        let starts = offsets::list(&self.table, &new_keys, &now, OffsetSpec::Earliest).await?;
+        let mut added = Vec::with_capacity(changes.added.len());
+        for partition in &changes.added {
+            let Some(name) = now.get(partition) else {
+                continue;
+            };
+            let keys = bucket_keys(&self.table, [*partition]);
+            self.buckets
+                .add_partition(*partition, name.clone(), &keys)?;
+            added.push((*partition, name.clone()));
+        }
         for (key, offset) in &starts {
-            self.stamps
-                .insert(*key, stamp(&self.stamper, &self.partitions, *key)?);
             self.progress.set_committed(*key, *offset);
         }
-        self.scanner.subscribe(&starts).await?;
+        if let Some(scanner) = self.scanner.as_mut() {
+            if let Err(error) = scanner.subscribe(&starts).await {
+                // A rebuild subscribes every bucket at its committed position.
+                self.scanner = None;
+                return Err(error);
+            }
+        }
         self.telemetry.partitions(&added, &dropped);
         Ok(())
     }
@@ -562,12 +498,6 @@ fn bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> Vec<
     }
 }
 
-/// The stamp of bucket `key`, named after its partition.
-fn stamp(stamper: &Stamper, partitions: &PartitionNames, key: BucketKey) -> Result<BucketStamp> {
-    let name = key.partition.and_then(|p| partitions.get(&p));
-    stamper.bucket(key, name.map(String::as_str))
-}
-
 /// The schema batches declare: Arrow IPC is always raw bytes; JSON says what
 /// `payload_schema` asks for.
 fn batch_schema(config: &Config) -> Schema {
@@ -575,6 +505,28 @@ fn batch_schema(config: &Config) -> Schema {
         (PayloadFormat::ArrowIpc, _) | (PayloadFormat::Json, PayloadSchema::Raw) => Schema::Raw,
         (PayloadFormat::Json, PayloadSchema::Json) => Schema::Json,
     }
+}
+
+/// The INFO line's description of what `open` found.
+fn summary(config: &Config, table: &Table, partitions: usize) -> String {
+    format!(
+        "{} table id {} at {}: {} buckets{}, {} columns, payload {}",
+        if table.primary_key {
+            "primary-key"
+        } else {
+            "log"
+        },
+        table.id(),
+        config.bootstrap_servers,
+        table.buckets(),
+        if table.info.is_partitioned() {
+            format!(" × {partitions} partitions")
+        } else {
+            String::new()
+        },
+        table.fields.len(),
+        config.payload_format.name(),
+    )
 }
 
 fn encoder_for(config: &Config, table: &Table) -> Result<Box<dyn Encoder>> {

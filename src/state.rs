@@ -6,47 +6,17 @@
 //! MessagePack record of the table id and the committed positions, so state written for another
 //! table (dropped and re-created, or renamed) is refused instead of silently misapplied.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::ConnectorState;
 use serde::{Deserialize, Serialize};
 
+use crate::bucket::{BucketKey, Positions};
 use crate::error::{Error, Result};
 
 /// The format version written by this build.
 pub const STATE_VERSION: u32 = 1;
-
-/// Where a position applies: one bucket of the table, or of one of its partitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct BucketKey {
-    /// The partition id for partitioned tables.
-    pub partition: Option<PartitionId>,
-    /// The bucket number.
-    pub bucket: BucketId,
-}
-
-impl BucketKey {
-    /// The key of bucket `bucket` of a non-partitioned table.
-    pub fn bucket(bucket: BucketId) -> Self {
-        Self {
-            partition: None,
-            bucket,
-        }
-    }
-}
-
-impl std::fmt::Display for BucketKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.partition {
-            Some(p) => write!(f, "partition {p} bucket {}", self.bucket),
-            None => write!(f, "bucket {}", self.bucket),
-        }
-    }
-}
-
-/// The next offset to read, per bucket.
-pub type Positions = BTreeMap<BucketKey, i64>;
 
 /// The persisted record. Fields are positional in MessagePack (the SDK uses compact
 /// `rmp_serde`), so new fields may only be appended with a version bump.

@@ -5,7 +5,8 @@
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
-use crate::state::{BucketKey, Positions, Tally};
+use crate::bucket::{BucketKey, Positions};
+use crate::state::Tally;
 
 /// How often a progress line is written.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(30);

@@ -8,8 +8,9 @@
 
 use std::collections::BTreeMap;
 
+use iggy_connector_fluss_source::bucket::{BucketKey, Positions};
 use iggy_connector_fluss_source::config::Config;
-use iggy_connector_fluss_source::state::{BucketKey, Positions, SavedState};
+use iggy_connector_fluss_source::state::SavedState;
 use iggy_connector_sdk::ConnectorState;
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;

@@ -281,9 +281,9 @@ mod tests {
     use fluss::row::ColumnarRow;
 
     use super::*;
+    use crate::bucket::BucketKey;
     use crate::message::Stamper;
     use crate::options::HeaderSet;
-    use crate::state::BucketKey;
 
     fn fields() -> Vec<DataField> {
         vec![

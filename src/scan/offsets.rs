@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, HashMap};
 use fluss::rpc::message::OffsetSpec;
 use fluss::PartitionId;
 
+use crate::bucket::{BucketKey, Positions};
 use crate::connect::{call, Table, CALL_TIMEOUT};
 use crate::error::Result;
 use crate::options::{OutOfRangePolicy, StartingOffset};
-use crate::state::{BucketKey, Positions};
 
 /// Asks the server for `spec` in every bucket of `keys`, one request per partition.
 pub async fn list(

@@ -1,0 +1,38 @@
+//! Where a position applies: a bucket of the table, or of one of its partitions. A leaf
+//! module, so every other module can name buckets without importing each other.
+
+use std::collections::BTreeMap;
+
+use fluss::{BucketId, PartitionId};
+use serde::{Deserialize, Serialize};
+
+/// Where a position applies: one bucket of the table, or of one of its partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BucketKey {
+    /// The partition id for partitioned tables.
+    pub partition: Option<PartitionId>,
+    /// The bucket number.
+    pub bucket: BucketId,
+}
+
+impl BucketKey {
+    /// The key of bucket `bucket` of a non-partitioned table.
+    pub fn bucket(bucket: BucketId) -> Self {
+        Self {
+            partition: None,
+            bucket,
+        }
+    }
+}
+
+impl std::fmt::Display for BucketKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.partition {
+            Some(p) => write!(f, "partition {p} bucket {}", self.bucket),
+            None => write!(f, "bucket {}", self.bucket),
+        }
+    }
+}
+
+/// The next offset to read, per bucket.
+pub type Positions = BTreeMap<BucketKey, i64>;

@@ -1,0 +1,394 @@
+//! Every bucket the source reads, in one registry: its partition's name, its stamp (message
+//! id and headers) and the records fetched from it but not yet handed over. Discovery adds
+//! and removes whole partitions here; [`Buckets::drain`] moves queued records into a batch.
+//!
+//! Nothing here touches the network, so queueing and draining are tested on their own.
+
+use std::collections::{HashMap, VecDeque};
+
+use fluss::record::ScanRecord;
+use fluss::PartitionId;
+
+use crate::batch::Batch;
+use crate::bucket::{BucketKey, Positions};
+use crate::encode::Encoder;
+use crate::error::Result;
+use crate::message::{BucketStamp, Stamper};
+use crate::scan::partitions::PartitionNames;
+
+/// One bucket: how its messages are stamped, and its records waiting to be encoded
+/// (`records[next..]`, in offset order).
+struct Entry {
+    stamp: BucketStamp,
+    records: Vec<ScanRecord>,
+    next: usize,
+}
+
+/// The registry of the buckets being read.
+pub struct Buckets {
+    stamper: Stamper,
+    partitions: PartitionNames,
+    entries: HashMap<BucketKey, Entry>,
+    /// Buckets with records waiting, in the order they take turns: one busy bucket cannot
+    /// starve the others.
+    turns: VecDeque<BucketKey>,
+}
+
+impl Buckets {
+    /// A registry of `keys`, whose partitions are named by `partitions`.
+    pub fn new(stamper: Stamper, partitions: PartitionNames, keys: &[BucketKey]) -> Result<Self> {
+        let mut buckets = Self {
+            stamper,
+            partitions,
+            entries: HashMap::with_capacity(keys.len()),
+            turns: VecDeque::new(),
+        };
+        for key in keys {
+            buckets.insert(*key)?;
+        }
+        Ok(buckets)
+    }
+
+    /// Partition id → name of every known partition.
+    pub fn partitions(&self) -> &PartitionNames {
+        &self.partitions
+    }
+
+    /// Adds a partition and its buckets `keys`.
+    pub fn add_partition(
+        &mut self,
+        partition: PartitionId,
+        name: String,
+        keys: &[BucketKey],
+    ) -> Result<()> {
+        self.partitions.insert(partition, name);
+        for key in keys {
+            self.insert(*key)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets a partition: its name, its buckets and their waiting records (the rows are
+    /// gone with the partition). Returns the name it had.
+    pub fn drop_partition(&mut self, partition: PartitionId) -> Option<String> {
+        self.entries
+            .retain(|key, _| key.partition != Some(partition));
+        self.turns.retain(|key| key.partition != Some(partition));
+        self.partitions.remove(&partition)
+    }
+
+    fn insert(&mut self, key: BucketKey) -> Result<()> {
+        let name = key.partition.and_then(|p| self.partitions.get(&p));
+        let stamp = self.stamper.bucket(key, name.map(String::as_str))?;
+        self.entries.insert(
+            key,
+            Entry {
+                stamp,
+                records: Vec::new(),
+                next: 0,
+            },
+        );
+        Ok(())
+    }
+
+    /// Queues newly polled records of bucket `key` behind those already waiting. Records of a
+    /// bucket that is not registered (its partition was dropped meanwhile) are dropped.
+    pub fn queue(&mut self, key: BucketKey, records: Vec<ScanRecord>) {
+        let Some(entry) = self.entries.get_mut(&key) else {
+            return;
+        };
+        if records.is_empty() {
+            return;
+        }
+        if entry.next < entry.records.len() {
+            entry.records.drain(..entry.next);
+            entry.next = 0;
+            entry.records.extend(records);
+        } else {
+            entry.records = records;
+            entry.next = 0;
+            self.turns.push_back(key);
+        }
+    }
+
+    /// Drops every waiting record (the scanner is rebuilt and fetches them again).
+    pub fn clear_queued(&mut self) {
+        self.turns.clear();
+        for entry in self.entries.values_mut() {
+            entry.records = Vec::new();
+            entry.next = 0;
+        }
+    }
+
+    /// Moves waiting records into `batch` with `encoder` until the batch is full or nothing
+    /// waits, advancing `positions` past every record consumed. Buckets take turns. Returns
+    /// how many records were consumed.
+    pub fn drain(
+        &mut self,
+        encoder: &mut dyn Encoder,
+        batch: &mut Batch,
+        positions: &mut Positions,
+    ) -> Result<usize> {
+        let mut total = 0;
+        for _ in 0..self.turns.len() {
+            if batch.is_full() {
+                break;
+            }
+            let Some(key) = self.turns.pop_front() else {
+                break;
+            };
+            let Some(entry) = self.entries.get_mut(&key) else {
+                continue;
+            };
+            let records = &entry.records[entry.next..];
+            let consumed = match encoder.encode(&entry.stamp, records, batch) {
+                Ok(consumed) => consumed,
+                Err(error) => {
+                    self.turns.push_front(key);
+                    return Err(error);
+                }
+            };
+            if consumed > 0 {
+                positions.insert(key, records[consumed - 1].offset() + 1);
+                entry.next += consumed;
+                total += consumed;
+            }
+            if entry.next < entry.records.len() {
+                self.turns.push_back(key);
+            } else {
+                entry.records = Vec::new();
+                entry.next = 0;
+            }
+        }
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use fluss::metadata::{DataField, DataTypes, RowType};
+    use fluss::record::ChangeType;
+    use fluss::row::ColumnarRow;
+
+    use super::*;
+    use crate::options::HeaderSet;
+
+    /// Encodes each record as a message holding its offset, at most `limit` per call.
+    struct Offsets {
+        limit: usize,
+    }
+
+    impl Encoder for Offsets {
+        fn encode(
+            &mut self,
+            bucket: &BucketStamp,
+            records: &[ScanRecord],
+            batch: &mut Batch,
+        ) -> Result<usize> {
+            let mut consumed = 0;
+            for record in records.iter().take(self.limit) {
+                if batch.is_full() {
+                    break;
+                }
+                let payload = format!("{}/{}", bucket.key().bucket, record.offset()).into_bytes();
+                batch.push(bucket.row(record.offset(), 0, None, payload));
+                consumed += 1;
+            }
+            Ok(consumed)
+        }
+    }
+
+    fn records(offsets: std::ops::Range<i64>) -> Vec<ScanRecord> {
+        let n = (offsets.end - offsets.start) as usize;
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+        let batch = Arc::new(
+            RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![0; n]))]).unwrap(),
+        );
+        let row_type = Arc::new(RowType::new(vec![DataField::new(
+            "v",
+            DataTypes::bigint(),
+            None,
+        )]));
+        offsets
+            .enumerate()
+            .map(|(i, offset)| {
+                let row = ColumnarRow::new(batch.clone(), row_type.clone(), i, None).unwrap();
+                ScanRecord::new(row, offset, 0, ChangeType::AppendOnly)
+            })
+            .collect()
+    }
+
+    fn registry(keys: &[BucketKey]) -> Buckets {
+        let stamper = Stamper::new(1, "db.t", HeaderSet::NONE).unwrap();
+        Buckets::new(stamper, PartitionNames::new(), keys).unwrap()
+    }
+
+    fn payloads(batch: Batch) -> Vec<String> {
+        batch
+            .into_messages()
+            .into_iter()
+            .map(|m| String::from_utf8(m.payload).unwrap())
+            .collect()
+    }
+
+    const B0: BucketKey = BucketKey {
+        partition: None,
+        bucket: 0,
+    };
+    const B1: BucketKey = BucketKey {
+        partition: None,
+        bucket: 1,
+    };
+
+    #[test]
+    fn buckets_take_turns_and_keep_their_order() {
+        let mut buckets = registry(&[B0, B1]);
+        buckets.queue(B0, records(0..4));
+        buckets.queue(B1, records(10..12));
+        let mut batch = Batch::new(100, usize::MAX);
+        let mut positions = Positions::new();
+        let consumed = buckets
+            .drain(&mut Offsets { limit: 2 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(consumed, 4, "one turn each, two records per turn");
+        assert_eq!(payloads(batch), ["0/0", "0/1", "1/10", "1/11"]);
+        assert_eq!(positions.get(&B0), Some(&2));
+        assert_eq!(positions.get(&B1), Some(&12));
+        let mut batch = Batch::new(100, usize::MAX);
+        buckets
+            .drain(&mut Offsets { limit: 2 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(payloads(batch), ["0/2", "0/3"], "the rest of bucket 0 next");
+        assert_eq!(positions.get(&B0), Some(&4));
+    }
+
+    #[test]
+    fn a_full_batch_leaves_records_queued_in_order() {
+        let mut buckets = registry(&[B0]);
+        buckets.queue(B0, records(0..5));
+        let mut batch = Batch::new(3, usize::MAX);
+        let mut positions = Positions::new();
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(payloads(batch), ["0/0", "0/1", "0/2"]);
+        buckets.queue(B0, records(5..7));
+        let mut batch = Batch::new(100, usize::MAX);
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(
+            payloads(batch),
+            ["0/3", "0/4", "0/5", "0/6"],
+            "newly polled records queue behind the waiting ones"
+        );
+        assert_eq!(positions.get(&B0), Some(&7));
+    }
+
+    #[test]
+    fn an_encoder_may_leave_records_for_later() {
+        let mut buckets = registry(&[B0]);
+        buckets.queue(B0, records(0..3));
+        let mut positions = Positions::new();
+        let mut batch = Batch::new(100, usize::MAX);
+        let consumed = buckets
+            .drain(&mut Offsets { limit: 0 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(consumed, 0);
+        assert!(positions.is_empty(), "nothing consumed, nothing moves");
+        let consumed = buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(consumed, 3, "the records were still queued");
+    }
+
+    #[test]
+    fn a_dropped_partition_takes_its_queued_records_along() {
+        let p = |bucket| BucketKey {
+            partition: Some(7),
+            bucket,
+        };
+        let stamper = Stamper::new(1, "db.t", HeaderSet::ALL).unwrap();
+        let mut buckets = Buckets::new(stamper, PartitionNames::new(), &[B0]).unwrap();
+        buckets
+            .add_partition(7, "2026".into(), &[p(0), p(1)])
+            .unwrap();
+        assert_eq!(
+            buckets.partitions().get(&7).map(String::as_str),
+            Some("2026")
+        );
+        buckets.queue(p(0), records(0..2));
+        buckets.queue(B0, records(0..1));
+        assert_eq!(buckets.drop_partition(7).as_deref(), Some("2026"));
+        buckets.queue(p(1), records(0..2));
+        let mut batch = Batch::new(100, usize::MAX);
+        let mut positions = Positions::new();
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(
+            payloads(batch),
+            ["0/0"],
+            "only the unpartitioned bucket is left"
+        );
+        assert_eq!(positions.len(), 1);
+    }
+
+    #[test]
+    fn clearing_drops_every_queued_record() {
+        let mut buckets = registry(&[B0, B1]);
+        buckets.queue(B0, records(0..2));
+        buckets.queue(B1, records(0..2));
+        buckets.clear_queued();
+        let mut batch = Batch::new(100, usize::MAX);
+        let mut positions = Positions::new();
+        assert_eq!(
+            buckets
+                .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+                .unwrap(),
+            0
+        );
+        buckets.queue(B1, records(2..3));
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(payloads(batch), ["1/2"]);
+    }
+
+    #[test]
+    fn stamps_are_named_after_their_partition() {
+        let stamper = Stamper::new(1, "db.t", HeaderSet::ALL).unwrap();
+        let key = BucketKey {
+            partition: Some(3),
+            bucket: 0,
+        };
+        let names: PartitionNames = [(3, "eu".to_owned())].into_iter().collect();
+        let mut buckets = Buckets::new(stamper, names, &[key]).unwrap();
+        buckets.queue(key, records(0..1));
+        struct Name(Option<String>);
+        impl Encoder for Name {
+            fn encode(
+                &mut self,
+                b: &BucketStamp,
+                r: &[ScanRecord],
+                _: &mut Batch,
+            ) -> Result<usize> {
+                self.0 = b.partition_name().map(str::to_owned);
+                Ok(r.len())
+            }
+        }
+        let mut name = Name(None);
+        buckets
+            .drain(
+                &mut name,
+                &mut Batch::new(10, usize::MAX),
+                &mut Positions::new(),
+            )
+            .unwrap();
+        assert_eq!(name.0.as_deref(), Some("eu"));
+    }
+}
