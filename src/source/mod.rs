@@ -14,7 +14,6 @@
 
 use std::time::{Duration, Instant};
 
-use fluss::rpc::message::OffsetSpec;
 use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, SourceBatchResult};
 
 use crate::batch::Batch;
@@ -23,15 +22,18 @@ use crate::buckets::Buckets;
 use crate::config::Config;
 use crate::connect::{self, Table};
 use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
-use crate::error::{Error, Fault, Result};
+use crate::error::{Error, Result};
 use crate::message::Stamper;
 use crate::options::{Choice, PayloadFormat, PayloadSchema};
 use crate::runtime_json;
-use crate::scan::offsets::{self, Reset};
+use crate::scan::offsets;
 use crate::scan::partitions::{self, PartitionNames};
 use crate::scan::Scanner;
 use crate::state::{Progress, SavedState, Tally};
 use crate::telemetry::Telemetry;
+
+mod recovery;
+mod upkeep;
 
 /// Pause after a failed client poll before trying again.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
@@ -221,261 +223,6 @@ impl Source for FlussSource {
     async fn close(&mut self) -> Result<()> {
         self.buckets.clear_queued();
         self.telemetry.closed();
-        Ok(())
-    }
-}
-
-impl FlussSource {
-    /// Handles a failed client poll; `positions` are where the batch being built stands.
-    /// Transient faults (including a failed re-seek) are logged at WARN and retried; only
-    /// `on_offset_out_of_range = "fail"`, refused credentials and unknown faults end the poll
-    /// with an error.
-    async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
-        // The read-ahead stops at an error, so the scanner must start over whatever happens
-        // below: the rebuild at the end replaces it, an early return leaves it to the next poll.
-        self.scanner = None;
-        match error.fault() {
-            Fault::OutOfRange => {
-                if let Err(reset) = self.reset_out_of_range(positions).await {
-                    if reset.fault() != Fault::Retry {
-                        return Err(reset);
-                    }
-                    // The rebuilt scanner hits the same offset again and the reset is retried.
-                    self.telemetry.retrying(
-                        "looking up the log range of an out-of-range bucket failed",
-                        &reset,
-                    );
-                    tokio::time::sleep(RETRY_PAUSE).await;
-                }
-            }
-            Fault::Retry => {
-                self.telemetry.retrying("reading from Fluss failed", &error);
-                tokio::time::sleep(RETRY_PAUSE).await;
-            }
-            Fault::Auth | Fault::Fatal => return Err(error),
-        }
-        // After any poll error the scanner's own position is unknown: start over from ours.
-        self.rebuild(&positions.clone()).await
-    }
-
-    /// Replaces the scanner with one positioned at `positions`, dropping fetched records. A
-    /// transient failure (cluster unreachable) is logged, marks the scanner stale and is
-    /// retried on the next read instead of failing the stream.
-    async fn rebuild(&mut self, positions: &Positions) -> Result<()> {
-        self.buckets.clear_queued();
-        self.scanner = None;
-        match Scanner::build(&self.table, positions, connect::readers(&self.config)).await {
-            Ok(scanner) => {
-                self.scanner = Some(scanner);
-                Ok(())
-            }
-            Err(error) if error.fault() == Fault::Retry => {
-                self.telemetry
-                    .retrying("re-subscribing to the table failed", &error);
-                Ok(())
-            }
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Applies `on_offset_out_of_range` to every bucket whose position left the log.
-    async fn reset_out_of_range(&mut self, positions: &mut Positions) -> Result<()> {
-        let keys: Vec<BucketKey> = positions.keys().copied().collect();
-        let earliest = offsets::list(
-            &self.table,
-            &keys,
-            self.buckets.partitions(),
-            OffsetSpec::Earliest,
-        )
-        .await?;
-        let latest = offsets::list(
-            &self.table,
-            &keys,
-            self.buckets.partitions(),
-            OffsetSpec::Latest,
-        )
-        .await?;
-        for (key, position) in positions.iter_mut() {
-            let (Some(&start), Some(&end)) = (earliest.get(key), latest.get(key)) else {
-                continue;
-            };
-            match offsets::reset(*position, start, end, self.config.on_offset_out_of_range) {
-                Reset::Keep => {}
-                Reset::Fail => {
-                    return Err(Error::OffsetOutOfRange {
-                        table: self.config.qualified_table(),
-                        key: *key,
-                        offset: *position,
-                        log_start: start,
-                        log_end: end,
-                    })
-                }
-                Reset::PastEnd { from, to } => {
-                    self.telemetry.past_end(*key, from, to);
-                    *position = to;
-                }
-                Reset::Skip { from, to } => {
-                    self.telemetry
-                        .skipped(*key, from, to, "the log was truncated");
-                    *position = to;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Goes back to the committed positions after a Nack (if Fluss is unreachable, the next
-    /// poll retries the re-seek: the Nack must not stop the stream).
-    async fn rewind(&mut self) -> Result<()> {
-        let committed = self.progress.committed().clone();
-        self.rebuild(&committed).await
-    }
-
-    /// Periodic work between batches: partition discovery, the liveness probe and the
-    /// progress line. Failures here never stop the stream (they are retried on the next
-    /// poll), except a position past the log end under `on_offset_out_of_range = "fail"`.
-    async fn maintain(&mut self) -> Result<()> {
-        if self
-            .idle_since
-            .is_some_and(|since| since.elapsed() >= LIVENESS_INTERVAL)
-            && self.last_liveness.elapsed() >= LIVENESS_INTERVAL
-        {
-            self.last_liveness = Instant::now();
-            self.check_liveness().await?;
-        }
-        let interval = self.config.partition_discovery_interval;
-        if self.table.info.is_partitioned()
-            && !interval.is_zero()
-            && self.last_discovery.elapsed() >= interval
-        {
-            self.last_discovery = Instant::now();
-            if let Err(e) = self.discover().await {
-                self.telemetry.retrying("listing partitions failed", &e);
-            }
-        }
-        if self.telemetry.progress_due() {
-            let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
-            let latest = offsets::list(
-                &self.table,
-                &keys,
-                self.buckets.partitions(),
-                OffsetSpec::Latest,
-            )
-            .await
-            .unwrap_or_default();
-            let current = self.progress.current().clone();
-            self.telemetry.progress(&current, &latest);
-        }
-        Ok(())
-    }
-
-    /// Asks the cluster for the high watermarks while no records arrive. A failure is a WARN
-    /// (fluss-rs itself only retries silently); the first answer after one rebuilds the
-    /// scanner, so reading resumes even if the client's fetch state did not survive the outage.
-    ///
-    /// A position past a high watermark means the log lost its tail (a single-replica tablet
-    /// server killed before its high-watermark checkpoint): the scanner would wait silently
-    /// and later skip the rows written at the reused offsets, so it is handled like any other
-    /// offset out of range.
-    async fn check_liveness(&mut self) -> Result<()> {
-        let keys: Vec<BucketKey> = self.progress.current().keys().copied().collect();
-        if keys.is_empty() {
-            return Ok(());
-        }
-        let probe = tokio::time::timeout(
-            LIVENESS_TIMEOUT,
-            offsets::list(
-                &self.table,
-                &keys,
-                self.buckets.partitions(),
-                OffsetSpec::Latest,
-            ),
-        )
-        .await
-        .unwrap_or(Err(Error::Timeout {
-            op: "list_offsets",
-            after: LIVENESS_TIMEOUT,
-        }));
-        let latest = match probe {
-            Ok(latest) => latest,
-            Err(error) => {
-                self.telemetry
-                    .retrying("no records and Fluss does not answer", &error);
-                return Ok(());
-            }
-        };
-        if self.telemetry.faulted() {
-            self.telemetry.recovered();
-            self.scanner = None;
-        }
-        let past_end = self
-            .progress
-            .current()
-            .iter()
-            .any(|(key, position)| latest.get(key).is_some_and(|end| position > end));
-        if past_end {
-            let mut positions = self.progress.current().clone();
-            match self.reset_out_of_range(&mut positions).await {
-                Ok(()) => {
-                    for (key, offset) in positions {
-                        self.progress.set_committed(key, offset);
-                    }
-                    self.scanner = None;
-                }
-                Err(error) if error.fault() == Fault::Retry => self
-                    .telemetry
-                    .retrying("looking up the log range of a bucket failed", &error),
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(())
-    }
-
-    /// Subscribes new partitions from their earliest offset and forgets dropped ones.
-    async fn discover(&mut self) -> Result<()> {
-        let now = partitions::list(&self.table).await?;
-        let changes = partitions::diff(self.buckets.partitions(), &now);
-        if changes.added.is_empty() && changes.dropped.is_empty() {
-            return Ok(());
-        }
-        let mut dropped = Vec::with_capacity(changes.dropped.len());
-        for partition in &changes.dropped {
-            let name = self.buckets.drop_partition(*partition).unwrap_or_default();
-            for key in bucket_keys(&self.table, [*partition]) {
-                self.progress.forget(&key);
-                if let Some(scanner) = self.scanner.as_mut() {
-                    // The scanner already ignores a vanished partition; unsubscribing stops
-                    // its warnings. A failure here is harmless.
-                    let _ = scanner.unsubscribe(key).await;
-                }
-            }
-            dropped.push((*partition, name));
-        }
-        // Registered only once their start offsets are known, so a failed listing is simply
-        // retried by the next discovery.
-        let new_keys = bucket_keys(&self.table, changes.added.iter().copied());
-        let starts = offsets::list(&self.table, &new_keys, &now, OffsetSpec::Earliest).await?;
-        let mut added = Vec::with_capacity(changes.added.len());
-        for partition in &changes.added {
-            let Some(name) = now.get(partition) else {
-                continue;
-            };
-            let keys = bucket_keys(&self.table, [*partition]);
-            self.buckets
-                .add_partition(*partition, name.clone(), &keys)?;
-            added.push((*partition, name.clone()));
-        }
-        for (key, offset) in &starts {
-            self.progress.set_committed(*key, *offset);
-        }
-        if let Some(scanner) = self.scanner.as_mut() {
-            if let Err(error) = scanner.subscribe(&starts).await {
-                // A rebuild subscribes every bucket at its committed position.
-                self.scanner = None;
-                return Err(error);
-            }
-        }
-        self.telemetry.partitions(&added, &dropped);
         Ok(())
     }
 }

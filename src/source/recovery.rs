@@ -1,0 +1,119 @@
+//! Getting back on track: a failed client poll, a Nack, an offset the log no longer holds.
+//! Each ends with the scanner rebuilt at the source's own positions, since fluss-rs' own
+//! position is unknown after an error and a re-seek can race a fetch in flight.
+
+use fluss::rpc::message::OffsetSpec;
+
+use super::{FlussSource, RETRY_PAUSE};
+use crate::bucket::{BucketKey, Positions};
+use crate::connect;
+use crate::error::{Error, Fault, Result};
+use crate::scan::offsets::{self, Reset};
+use crate::scan::Scanner;
+
+impl FlussSource {
+    /// Handles a failed client poll; `positions` are where the batch being built stands.
+    /// Transient faults (including a failed re-seek) are logged at WARN and retried; only
+    /// `on_offset_out_of_range = "fail"`, refused credentials and unknown faults end the poll
+    /// with an error.
+    pub(super) async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
+        // The read-ahead stops at an error, so the scanner must start over whatever happens
+        // below: the rebuild at the end replaces it, an early return leaves it to the next poll.
+        self.scanner = None;
+        match error.fault() {
+            Fault::OutOfRange => {
+                if let Err(reset) = self.reset_out_of_range(positions).await {
+                    if reset.fault() != Fault::Retry {
+                        return Err(reset);
+                    }
+                    // The rebuilt scanner hits the same offset again and the reset is retried.
+                    self.telemetry.retrying(
+                        "looking up the log range of an out-of-range bucket failed",
+                        &reset,
+                    );
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+            }
+            Fault::Retry => {
+                self.telemetry.retrying("reading from Fluss failed", &error);
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Fault::Auth | Fault::Fatal => return Err(error),
+        }
+        // After any poll error the scanner's own position is unknown: start over from ours.
+        self.rebuild(&positions.clone()).await
+    }
+
+    /// Replaces the scanner with one positioned at `positions`, dropping fetched records. A
+    /// transient failure (cluster unreachable) is logged, marks the scanner stale and is
+    /// retried on the next read instead of failing the stream.
+    pub(super) async fn rebuild(&mut self, positions: &Positions) -> Result<()> {
+        self.buckets.clear_queued();
+        self.scanner = None;
+        match Scanner::build(&self.table, positions, connect::readers(&self.config)).await {
+            Ok(scanner) => {
+                self.scanner = Some(scanner);
+                Ok(())
+            }
+            Err(error) if error.fault() == Fault::Retry => {
+                self.telemetry
+                    .retrying("re-subscribing to the table failed", &error);
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Applies `on_offset_out_of_range` to every bucket whose position left the log.
+    pub(super) async fn reset_out_of_range(&mut self, positions: &mut Positions) -> Result<()> {
+        let keys: Vec<BucketKey> = positions.keys().copied().collect();
+        let earliest = offsets::list(
+            &self.table,
+            &keys,
+            self.buckets.partitions(),
+            OffsetSpec::Earliest,
+        )
+        .await?;
+        let latest = offsets::list(
+            &self.table,
+            &keys,
+            self.buckets.partitions(),
+            OffsetSpec::Latest,
+        )
+        .await?;
+        for (key, position) in positions.iter_mut() {
+            let (Some(&start), Some(&end)) = (earliest.get(key), latest.get(key)) else {
+                continue;
+            };
+            match offsets::reset(*position, start, end, self.config.on_offset_out_of_range) {
+                Reset::Keep => {}
+                Reset::Fail => {
+                    return Err(Error::OffsetOutOfRange {
+                        table: self.config.qualified_table(),
+                        key: *key,
+                        offset: *position,
+                        log_start: start,
+                        log_end: end,
+                    })
+                }
+                Reset::PastEnd { from, to } => {
+                    self.telemetry.past_end(*key, from, to);
+                    *position = to;
+                }
+                Reset::Skip { from, to } => {
+                    self.telemetry
+                        .skipped(*key, from, to, "the log was truncated");
+                    *position = to;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Goes back to the committed positions after a Nack (if Fluss is unreachable, the next
+    /// poll retries the re-seek: the Nack must not stop the stream).
+    pub(super) async fn rewind(&mut self) -> Result<()> {
+        let committed = self.progress.committed().clone();
+        self.rebuild(&committed).await
+    }
+}

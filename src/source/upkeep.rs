@@ -1,0 +1,161 @@
+//! Work between batches: the liveness probe while no records arrive, partition discovery and
+//! the progress line.
+
+use std::time::Instant;
+
+use fluss::rpc::message::OffsetSpec;
+
+use super::{bucket_keys, FlussSource, LIVENESS_INTERVAL, LIVENESS_TIMEOUT};
+use crate::bucket::BucketKey;
+use crate::error::{Error, Fault, Result};
+use crate::scan::{offsets, partitions};
+
+impl FlussSource {
+    /// Periodic work between batches: partition discovery, the liveness probe and the
+    /// progress line. Failures here never stop the stream (they are retried on the next
+    /// poll), except a position past the log end under `on_offset_out_of_range = "fail"`.
+    pub(super) async fn maintain(&mut self) -> Result<()> {
+        if self
+            .idle_since
+            .is_some_and(|since| since.elapsed() >= LIVENESS_INTERVAL)
+            && self.last_liveness.elapsed() >= LIVENESS_INTERVAL
+        {
+            self.last_liveness = Instant::now();
+            self.check_liveness().await?;
+        }
+        let interval = self.config.partition_discovery_interval;
+        if self.table.info.is_partitioned()
+            && !interval.is_zero()
+            && self.last_discovery.elapsed() >= interval
+        {
+            self.last_discovery = Instant::now();
+            if let Err(e) = self.discover().await {
+                self.telemetry.retrying("listing partitions failed", &e);
+            }
+        }
+        if self.telemetry.progress_due() {
+            let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
+            let latest = offsets::list(
+                &self.table,
+                &keys,
+                self.buckets.partitions(),
+                OffsetSpec::Latest,
+            )
+            .await
+            .unwrap_or_default();
+            let current = self.progress.current().clone();
+            self.telemetry.progress(&current, &latest);
+        }
+        Ok(())
+    }
+
+    /// Asks the cluster for the high watermarks while no records arrive. A failure is a WARN
+    /// (fluss-rs itself only retries silently); the first answer after one rebuilds the
+    /// scanner, so reading resumes even if the client's fetch state did not survive the outage.
+    ///
+    /// A position past a high watermark means the log lost its tail (a single-replica tablet
+    /// server killed before its high-watermark checkpoint): the scanner would wait silently
+    /// and later skip the rows written at the reused offsets, so it is handled like any other
+    /// offset out of range.
+    pub(super) async fn check_liveness(&mut self) -> Result<()> {
+        let keys: Vec<BucketKey> = self.progress.current().keys().copied().collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let probe = tokio::time::timeout(
+            LIVENESS_TIMEOUT,
+            offsets::list(
+                &self.table,
+                &keys,
+                self.buckets.partitions(),
+                OffsetSpec::Latest,
+            ),
+        )
+        .await
+        .unwrap_or(Err(Error::Timeout {
+            op: "list_offsets",
+            after: LIVENESS_TIMEOUT,
+        }));
+        let latest = match probe {
+            Ok(latest) => latest,
+            Err(error) => {
+                self.telemetry
+                    .retrying("no records and Fluss does not answer", &error);
+                return Ok(());
+            }
+        };
+        if self.telemetry.faulted() {
+            self.telemetry.recovered();
+            self.scanner = None;
+        }
+        let past_end = self
+            .progress
+            .current()
+            .iter()
+            .any(|(key, position)| latest.get(key).is_some_and(|end| position > end));
+        if past_end {
+            let mut positions = self.progress.current().clone();
+            match self.reset_out_of_range(&mut positions).await {
+                Ok(()) => {
+                    for (key, offset) in positions {
+                        self.progress.set_committed(key, offset);
+                    }
+                    self.scanner = None;
+                }
+                Err(error) if error.fault() == Fault::Retry => self
+                    .telemetry
+                    .retrying("looking up the log range of a bucket failed", &error),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
+    /// Subscribes new partitions from their earliest offset and forgets dropped ones.
+    pub(super) async fn discover(&mut self) -> Result<()> {
+        let now = partitions::list(&self.table).await?;
+        let changes = partitions::diff(self.buckets.partitions(), &now);
+        if changes.added.is_empty() && changes.dropped.is_empty() {
+            return Ok(());
+        }
+        let mut dropped = Vec::with_capacity(changes.dropped.len());
+        for partition in &changes.dropped {
+            let name = self.buckets.drop_partition(*partition).unwrap_or_default();
+            for key in bucket_keys(&self.table, [*partition]) {
+                self.progress.forget(&key);
+                if let Some(scanner) = self.scanner.as_mut() {
+                    // The scanner already ignores a vanished partition; unsubscribing stops
+                    // its warnings. A failure here is harmless.
+                    let _ = scanner.unsubscribe(key).await;
+                }
+            }
+            dropped.push((*partition, name));
+        }
+        // Registered only once their start offsets are known, so a failed listing is simply
+        // retried by the next discovery.
+        let new_keys = bucket_keys(&self.table, changes.added.iter().copied());
+        let starts = offsets::list(&self.table, &new_keys, &now, OffsetSpec::Earliest).await?;
+        let mut added = Vec::with_capacity(changes.added.len());
+        for partition in &changes.added {
+            let Some(name) = now.get(partition) else {
+                continue;
+            };
+            let keys = bucket_keys(&self.table, [*partition]);
+            self.buckets
+                .add_partition(*partition, name.clone(), &keys)?;
+            added.push((*partition, name.clone()));
+        }
+        for (key, offset) in &starts {
+            self.progress.set_committed(*key, *offset);
+        }
+        if let Some(scanner) = self.scanner.as_mut() {
+            if let Err(error) = scanner.subscribe(&starts).await {
+                // A rebuild subscribes every bucket at its committed position.
+                self.scanner = None;
+                return Err(error);
+            }
+        }
+        self.telemetry.partitions(&added, &dropped);
+        Ok(())
+    }
+}
