@@ -1,17 +1,16 @@
-//! Connecting to Fluss and resolving the configured table: the checks `open` makes before
-//! anything is read, each failing with an error that names the cause and the fix.
+//! Talking to Fluss: the client's tuning, connecting (with retries until `connect_timeout`
+//! and a round trip that proves the credentials), and [`call`], the deadline every fluss-rs
+//! request goes through.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fluss::client::{FlussAdmin, FlussConnection};
-use fluss::error::FlussError;
-use fluss::metadata::{DataField, TableInfo, TablePath};
+use fluss::client::FlussConnection;
 
 use crate::config::Config;
 use crate::error::{Error, Fault, Result};
-use crate::options::{PayloadFormat, TableType};
+use crate::options::PayloadFormat;
 
 /// How long one Fluss request may take before it counts as hung. fluss-rs has no request
 /// timeout of its own, so every call is bounded by this.
@@ -151,157 +150,4 @@ async fn probe(conn: &FlussConnection) -> Result<()> {
     call("list_databases", CALL_TIMEOUT, admin.list_databases())
         .await
         .map(|_| ())
-}
-
-/// The resolved table and what the source reads of it.
-pub struct Table {
-    /// The live connection (scanners keep their own `Arc`s into it).
-    pub conn: Arc<FlussConnection>,
-    /// The admin client.
-    pub admin: Arc<FlussAdmin>,
-    /// `db.table` as a path.
-    pub path: TablePath,
-    /// Table metadata as of open.
-    pub info: TableInfo,
-    /// Whether the table has a primary key (read as its changelog).
-    pub primary_key: bool,
-    /// Column indexes pushed down to the server (`None` = all columns).
-    pub projection: Option<Vec<usize>>,
-    /// The Fluss fields of the columns in the scanned batches, in batch order.
-    pub fields: Vec<DataField>,
-}
-
-impl Table {
-    /// Looks the table up and checks it against `table_type` and `columns`.
-    pub async fn resolve(conn: Arc<FlussConnection>, config: &Config) -> Result<Self> {
-        let admin = conn
-            .get_admin()
-            .map_err(|cause| Error::fluss("get_admin", cause))?;
-        let path = TablePath::new(config.database.clone(), config.table.clone());
-        let info = match call("get_table_info", CALL_TIMEOUT, admin.get_table_info(&path)).await {
-            Ok(info) => info,
-            Err(Error::Fluss { cause, .. })
-                if matches!(
-                    cause.api_error(),
-                    Some(FlussError::TableNotExist | FlussError::DatabaseNotExist)
-                ) =>
-            {
-                return Err(Error::TableNotFound {
-                    database: config.database.clone(),
-                    table: config.table.clone(),
-                })
-            }
-            Err(e) => return Err(e),
-        };
-        let primary_key = info.has_primary_key();
-        let actual = if primary_key { "primary_key" } else { "log" };
-        let expected = match config.table_type {
-            TableType::Auto => None,
-            TableType::Log => Some("log"),
-            TableType::PrimaryKey => Some("primary_key"),
-        };
-        if let Some(expected) = expected.filter(|e| *e != actual) {
-            return Err(Error::TableTypeMismatch {
-                database: config.database.clone(),
-                table: config.table.clone(),
-                expected,
-                actual,
-            });
-        }
-        let all_fields = info.get_row_type().fields();
-        let projection = match &config.columns {
-            None => None,
-            Some(columns) => Some(project(config, &info, columns, primary_key)?),
-        };
-        let fields = match &projection {
-            None => all_fields.clone(),
-            Some(indexes) => indexes.iter().map(|i| all_fields[*i].clone()).collect(),
-        };
-        Ok(Self {
-            conn,
-            admin,
-            path,
-            info,
-            primary_key,
-            projection,
-            fields,
-        })
-    }
-
-    /// The table id, which keys state and message ids.
-    pub fn id(&self) -> fluss::TableId {
-        self.info.get_table_id()
-    }
-
-    /// Number of buckets per table (or per partition).
-    pub fn buckets(&self) -> i32 {
-        self.info.get_num_buckets()
-    }
-}
-
-/// Column indexes for `columns`; primary-key columns are always kept for change events.
-fn project(
-    config: &Config,
-    info: &TableInfo,
-    columns: &[String],
-    primary_key: bool,
-) -> Result<Vec<usize>> {
-    let row_type = info.get_row_type();
-    let mut indexes = Vec::with_capacity(columns.len());
-    for column in columns {
-        let index = row_type
-            .get_field_index(column)
-            .ok_or_else(|| Error::UnknownColumn {
-                database: config.database.clone(),
-                table: config.table.clone(),
-                column: column.clone(),
-                available: row_type.get_field_names().join(", "),
-            })?;
-        indexes.push(index);
-    }
-    if primary_key {
-        for key in info.get_primary_keys() {
-            if let Some(index) = row_type.get_field_index(key) {
-                if !indexes.contains(&index) {
-                    indexes.push(index);
-                }
-            }
-        }
-    }
-    Ok(indexes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fetch_size_follows_max_batch_bytes_and_readers_within_bounds() {
-        let config = |format: &str, bytes: usize| {
-            Config::parse(&format!(
-                r#"{{"bootstrap_servers":"h:1","database":"d","table":"t","payload_format":"{format}","max_batch_bytes":{bytes}}}"#
-            ))
-            .unwrap()
-        };
-        assert_eq!(fetch_bytes_per_bucket(&config("json", 1024)), 1 << 20);
-        assert_eq!(fetch_bytes_per_bucket(&config("json", 8 << 20)), 2 << 20);
-        assert_eq!(fetch_bytes_per_bucket(&config("json", 1 << 40)), 16 << 20);
-        let ipc = config("arrow_ipc", 16 << 20);
-        assert!(readers(&ipc) >= 2, "Arrow IPC reads with several scanners");
-        assert_eq!(fetch_bytes_per_bucket(&ipc), 2 << 20);
-        assert_eq!(readers(&config("json", 8 << 20)), 1);
-    }
-
-    #[test]
-    fn sasl_credentials_reach_the_client_config() {
-        let config = Config::parse(
-            r#"{"bootstrap_servers":"h:1","database":"d","table":"t","sasl_username":"u","sasl_password":"p"}"#,
-        )
-        .unwrap();
-        let client = client_config(&config);
-        assert_eq!(client.security_protocol, "sasl");
-        assert_eq!(client.security_sasl_username, "u");
-        assert_eq!(client.security_sasl_password, "p");
-        assert_eq!(client.scanner_log_max_poll_records, 1000);
-    }
 }

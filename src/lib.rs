@@ -8,7 +8,8 @@
 //! Modules, in the order data flows:
 //! - [`options`]: the values of every enumerated key, listed once;
 //! - [`config`]: `[plugin_config]` parsed and validated key by key;
-//! - [`connect`]: the cluster connection and the checks `open` makes on the table;
+//! - [`connect`]: the cluster connection, client tuning and the deadline of every call;
+//! - [`table`]: the configured table, checked against `table_type` and `columns`;
 //! - [`bucket`]: bucket keys and positions (a leaf every module may use);
 //! - [`state`]: positions, staged until Ack, persisted as versioned MessagePack;
 //! - [`scan`]: the fluss-rs scanner, starting offsets and partition discovery;
@@ -37,6 +38,7 @@ pub mod runtime_json;
 pub mod scan;
 pub mod source;
 pub mod state;
+pub mod table;
 pub mod telemetry;
 
 pub use source::FlussSource;

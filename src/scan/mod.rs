@@ -30,8 +30,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::bucket::{BucketKey, Positions};
-use crate::connect::{call, Table, CALL_TIMEOUT};
+use crate::connect::{call, CALL_TIMEOUT};
 use crate::error::{Error, Result};
+use crate::table::Table;
 
 /// Extra time a poll may take beyond its own timeout before it counts as hung: a poll also
 /// sends the next fetch round and may refresh metadata, which have no timeout in fluss-rs.

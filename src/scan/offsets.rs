@@ -9,9 +9,10 @@ use fluss::rpc::message::OffsetSpec;
 use fluss::PartitionId;
 
 use crate::bucket::{BucketKey, Positions};
-use crate::connect::{call, Table, CALL_TIMEOUT};
+use crate::connect::{call, CALL_TIMEOUT};
 use crate::error::Result;
 use crate::options::{OutOfRangePolicy, StartingOffset};
+use crate::table::Table;
 
 /// Asks the server for `spec` in every bucket of `keys`, one request per partition.
 pub async fn list(

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 
 use fluss::PartitionId;
 
-use crate::connect::{call, Table, CALL_TIMEOUT};
+use crate::connect::{call, CALL_TIMEOUT};
 use crate::error::Result;
+use crate::table::Table;
 
 /// Partition id → partition name (values joined by `$`, as Fluss names them).
 pub type PartitionNames = HashMap<PartitionId, String>;

@@ -20,7 +20,7 @@ use crate::batch::Batch;
 use crate::bucket::{BucketKey, Positions};
 use crate::buckets::Buckets;
 use crate::config::Config;
-use crate::connect::{self, Table};
+use crate::connect;
 use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
 use crate::error::{Error, Result};
 use crate::message::Stamper;
@@ -30,6 +30,7 @@ use crate::scan::offsets;
 use crate::scan::partitions::{self, PartitionNames};
 use crate::scan::Scanner;
 use crate::state::{Progress, SavedState, Tally};
+use crate::table::Table;
 use crate::telemetry::Telemetry;
 
 mod recovery;
