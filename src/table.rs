@@ -129,38 +129,3 @@ fn project(
     }
     Ok(indexes)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fetch_size_follows_max_batch_bytes_and_readers_within_bounds() {
-        let config = |format: &str, bytes: usize| {
-            Config::parse(&format!(
-                r#"{{"bootstrap_servers":"h:1","database":"d","table":"t","payload_format":"{format}","max_batch_bytes":{bytes}}}"#
-            ))
-            .unwrap()
-        };
-        assert_eq!(fetch_bytes_per_bucket(&config("json", 1024)), 1 << 20);
-        assert_eq!(fetch_bytes_per_bucket(&config("json", 8 << 20)), 2 << 20);
-        assert_eq!(fetch_bytes_per_bucket(&config("json", 1 << 40)), 16 << 20);
-        let ipc = config("arrow_ipc", 16 << 20);
-        assert!(readers(&ipc) >= 2, "Arrow IPC reads with several scanners");
-        assert_eq!(fetch_bytes_per_bucket(&ipc), 2 << 20);
-        assert_eq!(readers(&config("json", 8 << 20)), 1);
-    }
-
-    #[test]
-    fn sasl_credentials_reach_the_client_config() {
-        let config = Config::parse(
-            r#"{"bootstrap_servers":"h:1","database":"d","table":"t","sasl_username":"u","sasl_password":"p"}"#,
-        )
-        .unwrap();
-        let client = client_config(&config);
-        assert_eq!(client.security_protocol, "sasl");
-        assert_eq!(client.security_sasl_username, "u");
-        assert_eq!(client.security_sasl_password, "p");
-        assert_eq!(client.scanner_log_max_poll_records, 1000);
-    }
-}
