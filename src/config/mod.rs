@@ -1,0 +1,271 @@
+//! `[plugin_config]`: the raw JSON the runtime passes, validated key by key into [`Config`].
+//!
+//! The runtime hands the section over as compact JSON. Its environment overrides are
+//! type-guessed (`…_PLUGIN_CONFIG_BATCH_SIZE=500` arrives as a number, `…=true` as a bool), so
+//! every numeric or boolean key accepts both the JSON type and its text. Each key is converted
+//! on its own, so an error names the key, the bad value and what is accepted.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use snafu::Snafu;
+
+use crate::options::{
+    ChangelogFormat, DecimalFormat, HeaderSet, IpcCompression, JsonOptions, OutOfRangePolicy,
+    PayloadFormat, PayloadSchema, StartingOffset, TableType, TemporalFormat,
+};
+
+/// Default `batch_size`: upstream Iggy sources and the runtime's producer batch 1000 messages.
+pub const DEFAULT_BATCH_SIZE: usize = 1000;
+/// Default `poll_interval`.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// Default `max_batch_bytes` (8 MiB): bounds the memory of one batch in flight.
+pub const DEFAULT_MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// Default `partition_discovery_interval`.
+pub const DEFAULT_PARTITION_DISCOVERY_INTERVAL: Duration = Duration::from_secs(60);
+/// Default `connect_timeout`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest `batch_size`: the runtime keeps a whole batch in memory twice (decoded and encoded).
+pub const MAX_BATCH_SIZE: usize = 1_000_000;
+/// Smallest `max_batch_bytes`: one row must always fit.
+pub const MIN_MAX_BATCH_BYTES: usize = 1024;
+
+/// A configuration key that is missing or has a value the plugin cannot use.
+#[derive(Debug, Snafu, PartialEq, Eq)]
+#[snafu(display("invalid plugin_config: {message}"))]
+pub struct ConfigError {
+    /// The key at fault (`plugin_config` for the section as a whole).
+    pub key: &'static str,
+    /// What is wrong and what is accepted.
+    pub message: String,
+}
+
+fn invalid(key: &'static str, value: &Value, accepted: &str) -> ConfigError {
+    ConfigError {
+        key,
+        message: format!("`{key}` = {value} is not valid; {accepted}"),
+    }
+}
+
+/// A secret that never appears in `Debug` output or logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret text, for handing to the Fluss client only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// SASL/PLAIN credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sasl {
+    /// The SASL mechanism; Fluss clients support only `PLAIN`.
+    pub mechanism: String,
+    /// The user name.
+    pub username: String,
+    /// The password (redacted in `Debug`).
+    pub password: Secret,
+}
+
+/// The validated plugin configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `host:port[,host:port…]` of the Fluss coordinator.
+    pub bootstrap_servers: String,
+    /// Database of the table to read.
+    pub database: String,
+    /// Name of the table to read.
+    pub table: String,
+    /// The table kind the user expects.
+    pub table_type: TableType,
+    /// Where buckets without saved state begin.
+    pub starting_offset: StartingOffset,
+    /// Column projection (`None` = all columns).
+    pub columns: Option<Vec<String>>,
+    /// Payload encoding.
+    pub payload_format: PayloadFormat,
+    /// The Iggy schema JSON payloads declare.
+    pub payload_schema: PayloadSchema,
+    /// Which headers messages carry.
+    pub headers: HeaderSet,
+    /// Arrow IPC body compression.
+    pub arrow_ipc_compression: IpcCompression,
+    /// Shape of primary-key table changes.
+    pub changelog_format: ChangelogFormat,
+    /// Most messages in one batch.
+    pub batch_size: usize,
+    /// Longest wait for data before a partial batch is handed over.
+    pub poll_interval: Duration,
+    /// Soft cap on the payload bytes of one batch.
+    pub max_batch_bytes: usize,
+    /// How often partitions are listed (`ZERO` = only at open).
+    pub partition_discovery_interval: Duration,
+    /// What to do with a saved offset that is no longer on the server.
+    pub on_offset_out_of_range: OutOfRangePolicy,
+    /// JSON value formats.
+    pub json: JsonOptions,
+    /// Add a `_fluss` metadata object to log-table JSON rows.
+    pub include_metadata: bool,
+    /// SASL credentials, if any.
+    pub sasl: Option<Sasl>,
+    /// How long open keeps retrying an unreachable cluster.
+    pub connect_timeout: Duration,
+    /// Per-batch logs at INFO instead of DEBUG.
+    pub verbose_logging: bool,
+}
+
+impl Config {
+    /// `db.table`, as used in headers and logs.
+    pub fn qualified_table(&self) -> String {
+        format!("{}.{}", self.database, self.table)
+    }
+
+    /// Parses the JSON text the runtime passes to `iggy_source_open`.
+    pub fn parse(json: &str) -> Result<Self, ConfigError> {
+        let value: Value = serde_json::from_str(json).map_err(|e| ConfigError {
+            key: "plugin_config",
+            message: format!("the plugin configuration is not valid JSON ({e})"),
+        })?;
+        if value.is_null() {
+            return Err(ConfigError {
+                key: "plugin_config",
+                message: "the connector file has no [plugin_config] section; add one with at least `bootstrap_servers`, `database` and `table`".into(),
+            });
+        }
+        let raw = RawConfig::deserialize(&value).map_err(|e| ConfigError {
+            key: "plugin_config",
+            message: format!("{e}; see the README for the accepted keys"),
+        })?;
+        raw.validate()
+    }
+}
+
+/// The section as it arrives: every key optional and untyped, unknown keys refused.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    bootstrap_servers: Option<Value>,
+    database: Option<Value>,
+    table: Option<Value>,
+    table_type: Option<Value>,
+    starting_offset: Option<Value>,
+    columns: Option<Value>,
+    payload_format: Option<Value>,
+    payload_schema: Option<Value>,
+    headers: Option<Value>,
+    arrow_ipc_compression: Option<Value>,
+    changelog_format: Option<Value>,
+    batch_size: Option<Value>,
+    poll_interval: Option<Value>,
+    max_batch_bytes: Option<Value>,
+    partition_discovery_interval: Option<Value>,
+    on_offset_out_of_range: Option<Value>,
+    temporal_format: Option<Value>,
+    decimal_format: Option<Value>,
+    include_metadata: Option<Value>,
+    sasl_mechanism: Option<Value>,
+    sasl_username: Option<Value>,
+    sasl_password: Option<Value>,
+    connect_timeout: Option<Value>,
+    verbose_logging: Option<Value>,
+}
+
+impl RawConfig {
+    fn validate(self) -> Result<Config, ConfigError> {
+        let bootstrap_servers = bootstrap(required("bootstrap_servers", self.bootstrap_servers)?)?;
+        let database = name("database", required("database", self.database)?)?;
+        let table = name("table", required("table", self.table)?)?;
+        let sasl = sasl(self.sasl_mechanism, self.sasl_username, self.sasl_password)?;
+        Ok(Config {
+            bootstrap_servers,
+            database,
+            table,
+            table_type: choice("table_type", self.table_type, TableType::Auto)?,
+            starting_offset: starting_offset(self.starting_offset)?,
+            columns: columns(self.columns)?,
+            payload_format: choice("payload_format", self.payload_format, PayloadFormat::Json)?,
+            payload_schema: choice("payload_schema", self.payload_schema, PayloadSchema::Json)?,
+            headers: headers(self.headers)?,
+            arrow_ipc_compression: choice(
+                "arrow_ipc_compression",
+                self.arrow_ipc_compression,
+                IpcCompression::None,
+            )?,
+            changelog_format: choice(
+                "changelog_format",
+                self.changelog_format,
+                ChangelogFormat::Debezium,
+            )?,
+            batch_size: integer(
+                "batch_size",
+                self.batch_size,
+                DEFAULT_BATCH_SIZE,
+                1,
+                MAX_BATCH_SIZE,
+            )?,
+            poll_interval: duration(
+                "poll_interval",
+                self.poll_interval,
+                DEFAULT_POLL_INTERVAL,
+                false,
+            )?,
+            max_batch_bytes: integer(
+                "max_batch_bytes",
+                self.max_batch_bytes,
+                DEFAULT_MAX_BATCH_BYTES,
+                MIN_MAX_BATCH_BYTES,
+                usize::MAX,
+            )?,
+            partition_discovery_interval: duration(
+                "partition_discovery_interval",
+                self.partition_discovery_interval,
+                DEFAULT_PARTITION_DISCOVERY_INTERVAL,
+                true,
+            )?,
+            on_offset_out_of_range: choice(
+                "on_offset_out_of_range",
+                self.on_offset_out_of_range,
+                OutOfRangePolicy::Earliest,
+            )?,
+            json: JsonOptions {
+                temporal: choice(
+                    "temporal_format",
+                    self.temporal_format,
+                    TemporalFormat::Iso8601,
+                )?,
+                decimal: choice("decimal_format", self.decimal_format, DecimalFormat::String)?,
+            },
+            include_metadata: boolean("include_metadata", self.include_metadata, false)?,
+            sasl,
+            connect_timeout: duration(
+                "connect_timeout",
+                self.connect_timeout,
+                DEFAULT_CONNECT_TIMEOUT,
+                false,
+            )?,
+            verbose_logging: boolean("verbose_logging", self.verbose_logging, false)?,
+        })
+    }
+}
+
+mod values;
+use values::{
+    boolean, bootstrap, choice, columns, duration, headers, integer, name, required, sasl,
+    starting_offset,
+};
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod readme_tests;

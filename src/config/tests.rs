@@ -1,0 +1,306 @@
+//! Each key: its default, accepted values and the exact message for a bad one.
+
+use super::*;
+use crate::options::Header;
+use serde_json::json;
+
+fn parse(extra: Value) -> Result<Config, ConfigError> {
+    let mut base =
+        json!({"bootstrap_servers": "127.0.0.1:9123", "database": "fluss", "table": "orders"});
+    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
+        b.extend(e);
+    }
+    Config::parse(&base.to_string())
+}
+
+fn error_for(extra: Value) -> ConfigError {
+    parse(extra).expect_err("config should be refused")
+}
+
+#[test]
+fn defaults_match_the_product_contract() {
+    let c = parse(json!({})).unwrap();
+    assert_eq!(c.table_type, TableType::Auto);
+    assert_eq!(c.starting_offset, StartingOffset::Earliest);
+    assert_eq!(c.columns, None);
+    assert_eq!(c.payload_format, PayloadFormat::Json);
+    assert_eq!(c.payload_schema, PayloadSchema::Json);
+    assert_eq!(c.headers, HeaderSet::ALL);
+    assert_eq!(c.arrow_ipc_compression, IpcCompression::None);
+    assert_eq!(c.changelog_format, ChangelogFormat::Debezium);
+    assert_eq!(c.batch_size, 1000);
+    assert_eq!(c.poll_interval, Duration::from_millis(500));
+    assert_eq!(c.max_batch_bytes, 8_388_608);
+    assert_eq!(c.partition_discovery_interval, Duration::from_secs(60));
+    assert_eq!(c.on_offset_out_of_range, OutOfRangePolicy::Earliest);
+    assert_eq!(c.json.temporal, TemporalFormat::Iso8601);
+    assert_eq!(c.json.decimal, DecimalFormat::String);
+    assert!(!c.include_metadata);
+    assert_eq!(c.sasl, None);
+    assert_eq!(c.connect_timeout, Duration::from_secs(30));
+    assert!(!c.verbose_logging);
+    assert_eq!(c.qualified_table(), "fluss.orders");
+}
+
+#[test]
+fn null_config_says_to_add_the_section() {
+    let e = Config::parse("null").unwrap_err();
+    assert_eq!(e.key, "plugin_config");
+    assert!(e.message.contains("no [plugin_config] section"), "{e}");
+}
+
+#[test]
+fn empty_object_names_the_first_missing_key() {
+    let e = Config::parse("{}").unwrap_err();
+    assert_eq!(e.key, "bootstrap_servers");
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `bootstrap_servers` is required"
+    );
+}
+
+#[test]
+fn database_and_table_are_required() {
+    let e = Config::parse(r#"{"bootstrap_servers":"h:1","table":"t"}"#).unwrap_err();
+    assert_eq!(e.key, "database");
+    let e = Config::parse(r#"{"bootstrap_servers":"h:1","database":"d"}"#).unwrap_err();
+    assert_eq!(e.key, "table");
+    let e = error_for(json!({"table": ""}));
+    assert!(e.message.contains("must not be empty"), "{e}");
+}
+
+#[test]
+fn malformed_json_is_refused() {
+    let e = Config::parse("{not json").unwrap_err();
+    assert_eq!(e.key, "plugin_config");
+    assert!(e.message.contains("not valid JSON"), "{e}");
+}
+
+#[test]
+fn unknown_keys_are_refused_by_name() {
+    let e = error_for(json!({"batchsize": 10}));
+    assert_eq!(e.key, "plugin_config");
+    assert!(e.message.contains("unknown field `batchsize`"), "{e}");
+}
+
+#[test]
+fn bootstrap_servers_must_be_host_port_pairs() {
+    let c = parse(json!({"bootstrap_servers": "a:1, b:2"})).unwrap();
+    assert_eq!(c.bootstrap_servers, "a:1,b:2");
+    for bad in [
+        json!("localhost"),
+        json!("h:port"),
+        json!(":9123"),
+        json!(5),
+    ] {
+        let e = error_for(json!({ "bootstrap_servers": bad }));
+        assert_eq!(e.key, "bootstrap_servers", "{bad}");
+        assert!(e.message.contains("host:port"), "{e}");
+    }
+}
+
+#[test]
+fn enums_accept_their_names_in_any_case_and_list_choices() {
+    let c = parse(
+        json!({"table_type": "PRIMARY_KEY", "payload_format": "arrow_ipc",
+        "arrow_ipc_compression": "zstd", "changelog_format": "flat",
+        "on_offset_out_of_range": "fail", "temporal_format": "epoch", "decimal_format": "number"}),
+    )
+    .unwrap();
+    assert_eq!(c.table_type, TableType::PrimaryKey);
+    assert_eq!(c.payload_format, PayloadFormat::ArrowIpc);
+    assert_eq!(c.arrow_ipc_compression, IpcCompression::Zstd);
+    assert_eq!(c.changelog_format, ChangelogFormat::Flat);
+    assert_eq!(c.on_offset_out_of_range, OutOfRangePolicy::Fail);
+    assert_eq!(c.json.temporal, TemporalFormat::Epoch);
+    assert_eq!(c.json.decimal, DecimalFormat::Number);
+    let e = error_for(json!({"payload_format": "avro"}));
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `payload_format` = \"avro\" is not valid; use one of \"json\", \"arrow_ipc\""
+    );
+    for key in [
+        "table_type",
+        "arrow_ipc_compression",
+        "changelog_format",
+        "on_offset_out_of_range",
+        "temporal_format",
+        "decimal_format",
+    ] {
+        let e = error_for(json!({ key: "bogus" }));
+        assert_eq!(e.key, key);
+        assert!(e.message.contains("use one of"), "{e}");
+    }
+}
+
+#[test]
+fn payload_schema_is_json_or_raw() {
+    let c = parse(json!({"payload_schema": "RAW"})).unwrap();
+    assert_eq!(c.payload_schema, PayloadSchema::Raw);
+    let e = error_for(json!({"payload_schema": "avro"}));
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `payload_schema` = \"avro\" is not valid; use one of \"json\", \"raw\""
+    );
+}
+
+#[test]
+fn headers_are_all_none_or_a_list_of_names() {
+    assert_eq!(
+        parse(json!({"headers": "all"})).unwrap().headers,
+        HeaderSet::ALL
+    );
+    assert_eq!(
+        parse(json!({"headers": "None"})).unwrap().headers,
+        HeaderSet::NONE
+    );
+    assert_eq!(
+        parse(json!({"headers": []})).unwrap().headers,
+        HeaderSet::NONE
+    );
+    let two = HeaderSet::of(&[Header::Offset, Header::Bucket]);
+    assert_eq!(
+        parse(json!({"headers": ["fluss_offset", "fluss_bucket"]}))
+            .unwrap()
+            .headers,
+        two
+    );
+    assert_eq!(
+        parse(json!({"headers": "fluss_offset, FLUSS_BUCKET"}))
+            .unwrap()
+            .headers,
+        two,
+        "a comma-separated string, as an environment override gives it"
+    );
+    let e = error_for(json!({"headers": ["fluss_offset", "offset"]}));
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `headers` names an unknown header \"offset\"; use \"all\", \"none\" or a list of header names (\"fluss_table\", \"fluss_bucket\", \"fluss_offset\", \"fluss_timestamp\", \"fluss_change_type\", \"fluss_partition\", \"fluss_row_count\")"
+    );
+    let e = error_for(json!({"headers": 5}));
+    assert_eq!(e.key, "headers");
+}
+
+#[test]
+fn integers_accept_numbers_and_numeric_strings() {
+    let c = parse(json!({"batch_size": "250", "max_batch_bytes": 1_048_576})).unwrap();
+    assert_eq!(c.batch_size, 250);
+    assert_eq!(c.max_batch_bytes, 1_048_576);
+    let c = parse(json!({"batch_size": "1_000"})).unwrap();
+    assert_eq!(c.batch_size, 1000);
+    for bad in [
+        json!(0),
+        json!(-1),
+        json!(1.5),
+        json!("ten"),
+        json!(2_000_000),
+    ] {
+        let e = error_for(json!({ "batch_size": bad }));
+        assert_eq!(e.key, "batch_size");
+        assert!(e.message.contains("from 1 to 1000000"), "{e}");
+    }
+    let e = error_for(json!({"max_batch_bytes": 100}));
+    assert!(e.message.contains("≥ 1024"), "{e}");
+}
+
+#[test]
+fn durations_are_humantime() {
+    let c = parse(json!({"poll_interval": "250ms", "connect_timeout": "2m",
+        "partition_discovery_interval": "0s"}))
+    .unwrap();
+    assert_eq!(c.poll_interval, Duration::from_millis(250));
+    assert_eq!(c.connect_timeout, Duration::from_secs(120));
+    assert_eq!(c.partition_discovery_interval, Duration::ZERO);
+    let e = error_for(json!({"poll_interval": "soon"}));
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `poll_interval` = \"soon\" is not valid; use a positive duration such as \"500ms\", \"30s\" or \"1m\""
+    );
+    let e = error_for(json!({"connect_timeout": "0s"}));
+    assert_eq!(e.key, "connect_timeout");
+    let e = error_for(json!({"partition_discovery_interval": [1]}));
+    assert_eq!(e.key, "partition_discovery_interval");
+}
+
+#[test]
+fn booleans_accept_text() {
+    let c = parse(json!({"include_metadata": "TRUE", "verbose_logging": true})).unwrap();
+    assert!(c.include_metadata);
+    assert!(c.verbose_logging);
+    let e = error_for(json!({"verbose_logging": "yes"}));
+    assert_eq!(e.key, "verbose_logging");
+    assert!(e.message.contains("true or false"));
+}
+
+#[test]
+fn starting_offsets() {
+    let cases = [
+        (json!("earliest"), StartingOffset::Earliest),
+        (json!("LATEST"), StartingOffset::Latest),
+        (json!(42), StartingOffset::Offset(42)),
+        (json!("42"), StartingOffset::Offset(42)),
+        (
+            json!("timestamp:1764500000000"),
+            StartingOffset::Timestamp(1_764_500_000_000),
+        ),
+        (
+            json!("timestamp:2026-11-30T12:00:00Z"),
+            StartingOffset::Timestamp(1_796_040_000_000),
+        ),
+        (
+            json!("timestamp:2026-11-30T12:00:00.250Z"),
+            StartingOffset::Timestamp(1_796_040_000_250),
+        ),
+    ];
+    for (input, expected) in cases {
+        let c = parse(json!({ "starting_offset": input })).unwrap();
+        assert_eq!(c.starting_offset, expected, "{input}");
+    }
+    for bad in [json!("first"), json!(-5), json!("timestamp:yesterday")] {
+        let e = error_for(json!({ "starting_offset": bad }));
+        assert_eq!(e.key, "starting_offset", "{bad}");
+        assert!(e.message.contains("\"earliest\""), "{e}");
+    }
+}
+
+#[test]
+fn columns_accept_lists_and_comma_strings() {
+    let c = parse(json!({"columns": ["id", "name"]})).unwrap();
+    assert_eq!(c.columns, Some(vec!["id".into(), "name".into()]));
+    let c = parse(json!({"columns": "id, name"})).unwrap();
+    assert_eq!(c.columns, Some(vec!["id".into(), "name".into()]));
+    for bad in [json!([]), json!([""]), json!({"a": 1})] {
+        let e = error_for(json!({ "columns": bad }));
+        assert_eq!(e.key, "columns", "{bad}");
+    }
+    let e = error_for(json!({"columns": ["id", "id"]}));
+    assert!(e.message.contains("twice"), "{e}");
+}
+
+#[test]
+fn sasl_needs_both_credentials_and_plain() {
+    let c = parse(json!({"sasl_username": "alice", "sasl_password": "alice-secret"})).unwrap();
+    let sasl = c.sasl.clone().unwrap();
+    assert_eq!(sasl.mechanism, "PLAIN");
+    assert_eq!(sasl.username, "alice");
+    assert_eq!(sasl.password.expose(), "alice-secret");
+    let e = error_for(json!({"sasl_username": "alice"}));
+    assert_eq!(e.key, "sasl_password");
+    let e = error_for(json!({"sasl_password": "x"}));
+    assert_eq!(e.key, "sasl_username");
+    let e = error_for(
+        json!({"sasl_mechanism": "SCRAM-SHA-256", "sasl_username": "a", "sasl_password": "b"}),
+    );
+    assert_eq!(e.key, "sasl_mechanism");
+    assert!(e.message.contains("only \"PLAIN\""));
+}
+
+#[test]
+fn the_password_never_shows_in_debug_or_errors() {
+    let c = parse(json!({"sasl_username": "alice", "sasl_password": "hunter2-secret"})).unwrap();
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("hunter2"), "{debug}");
+    assert!(debug.contains("***"));
+    let e = error_for(json!({"sasl_password": ["hunter2-secret"], "sasl_username": "a"}));
+    assert!(!e.to_string().contains("hunter2"), "{e}");
+}
