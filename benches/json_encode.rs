@@ -22,7 +22,8 @@ use arrow_array::{
 };
 use criterion::{BenchmarkId, Criterion, Throughput};
 use fluss::metadata::{DataField, DataType, DataTypes};
-use iggy_connector_fluss_source::encode::json::{JsonOptions, RowEncoder};
+use iggy_connector_fluss_source::encode::json::RowEncoder;
+use iggy_connector_fluss_source::options::JsonOptions;
 
 const ROWS: usize = 100_000;
 

@@ -29,30 +29,10 @@ fn config() -> ProptestConfig {
     }
 }
 
-const KEYS: &[&str] = &[
-    "bootstrap_servers",
-    "database",
-    "table",
-    "table_type",
-    "starting_offset",
-    "columns",
-    "payload_format",
-    "arrow_ipc_compression",
-    "changelog_format",
-    "batch_size",
-    "poll_interval",
-    "max_batch_bytes",
-    "partition_discovery_interval",
-    "on_offset_out_of_range",
-    "temporal_format",
-    "decimal_format",
-    "include_metadata",
-    "sasl_mechanism",
-    "sasl_username",
-    "sasl_password",
-    "connect_timeout",
-    "verbose_logging",
-];
+/// Every accepted key, from the parser itself.
+fn keys() -> &'static [&'static str] {
+    iggy_connector_fluss_source::config::keys()
+}
 
 /// Text that is close to what the keys accept, so the validators get past their first check.
 fn plausible_text() -> impl Strategy<Value = String> {
@@ -94,7 +74,7 @@ fn json_value() -> impl Strategy<Value = Value> {
 /// An object with a random subset of the real keys (sometimes an unknown one too).
 fn config_object() -> impl Strategy<Value = Value> {
     (
-        prop::collection::vec((prop::sample::select(KEYS), json_value()), 0..12),
+        prop::collection::vec((prop::sample::select(keys()), json_value()), 0..12),
         prop::option::weighted(0.1, ("[a-z_]{1,12}", json_value())),
         any::<bool>(),
     )

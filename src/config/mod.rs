@@ -150,6 +150,44 @@ impl Config {
     }
 }
 
+/// Every key `[plugin_config]` accepts, in declaration order: the field list serde derives
+/// for [`RawConfig`], so there is no second list to keep in step.
+pub fn keys() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+
+    /// A deserializer that only records the fields a struct asks for.
+    struct Fields(&'static [&'static str]);
+
+    impl<'de> serde::Deserializer<'de> for &mut Fields {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("only struct fields are recorded"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = fields;
+            Err(de::Error::custom("only struct fields are recorded"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut fields = Fields(&[]);
+    // Always an error: the point is the field list it recorded on the way.
+    let _ = RawConfig::deserialize(&mut fields);
+    fields.0
+}
+
 /// The section as it arrives: every key optional and untyped, unknown keys refused.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

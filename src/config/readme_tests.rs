@@ -44,6 +44,14 @@ fn accepted_keys() -> Vec<String> {
 }
 
 #[test]
+fn keys_are_exactly_what_the_parser_accepts() {
+    let mut keys: Vec<String> = keys().iter().map(|k| (*k).to_owned()).collect();
+    keys.sort();
+    assert_eq!(keys, accepted_keys());
+    assert!(keys.len() >= 24, "{keys:?}");
+}
+
+#[test]
 fn the_readme_table_lists_every_key_exactly_once() {
     let mut documented: Vec<String> = readme_rows().into_iter().map(|r| r.0).collect();
     documented.sort();

@@ -12,12 +12,13 @@ use arrow_array::RecordBatch;
 use fluss::metadata::DataField;
 use fluss::record::{ChangeType, ScanRecord};
 
-use super::json::{write_json_string, JsonOptions, RowEncoder};
+use super::json::{write_json_string, RowEncoder};
 use super::{arrow_batch, same_batch, Encoder};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::message::BucketStamp;
 use crate::options::ChangelogFormat;
+use crate::options::JsonOptions;
 
 /// The Debezium `op` of a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

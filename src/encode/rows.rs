@@ -4,11 +4,12 @@
 use fluss::metadata::DataField;
 use fluss::record::ScanRecord;
 
-use super::json::{write_json_string, JsonOptions, RowEncoder};
+use super::json::{write_json_string, RowEncoder};
 use super::{arrow_batch, batch_runs, Encoder};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::message::BucketStamp;
+use crate::options::JsonOptions;
 
 /// Encodes log-table rows as JSON messages.
 pub struct RowMessages {

@@ -1,28 +1,22 @@
 //! JSON rows from Arrow record batches: one JSON object per row, each its own payload.
 //!
-//! Design (after arrow-json's writer): [`make_encoder`] is the only `match` on types; it pairs
+//! Design (after arrow-json's writer): [`factory::make_encoder`] is the only `match` on types; it pairs
 //! each column's Fluss type with its Arrow array once per batch and returns a small encoder that
 //! writes one non-null value. Nulls are checked next to the encoder, and not at all for
 //! null-free columns. Field names are escaped once per batch into `"name":` prefixes.
 //!
 //! Approach kept: this hand-written encoder, not arrow-json with custom encoders. Plain
-//! arrow-json is already about 3x slower here, and matching the contract (NaN strings, base64,
-//! decimal text, Fluss-precision temporals) would mean an `EncoderFactory` for most types on top
-//! of its per-row field-name escaping, so that variant was not built. `benches/json_encode.rs`,
-//! one `Vec<u8>` per
-//! row, best-of-11 thread CPU time on the shared 2-core box (load ~7, so wall time was useless):
-//! 100k rows x 10 mixed columns: ours 2.8-3.1 M rows/s (650-710 MB/s), arrow-json 0.97 M,
-//! per-row `serde_json::Value` 0.47-0.52 M: ours/arrow-json 2.9-3.2x, ours/value-tree 5.4-6.7x.
-//! 50 columns: ours 0.41-0.44 M rows/s (510-540 MB/s), 2.6-2.7x arrow-json, 4.9x value tree.
-//! What paid: fixed-size block copies instead of `memcpy` calls for short text (`digits`),
-//! no bitmap reads for null-free columns, an 8-bytes-at-a-time scan for string escapes, and
-//! unsigned constant divisions in the calendar code. The payload `Vec`'s malloc/free is now
-//! about 15% of the profile and is required by the plugin ABI.
+//! arrow-json is about 3x slower on our rows, and matching the contract (NaN strings, base64,
+//! decimal text, Fluss-precision temporals) would need an `EncoderFactory` for most types on
+//! top of its per-row field-name escaping. Figures: BENCHMARKS.md, `benches/json_encode.rs`.
 
 mod digits;
+mod factory;
 mod nested;
 mod temporal;
 mod values;
+
+use factory::make_encoder;
 
 use std::fmt;
 
@@ -30,8 +24,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_buffer::NullBuffer;
 use fluss::metadata::{DataField, DataType};
 
-// The options live in `crate::options`; the encoders of this module read them by these names.
-pub use crate::options::{DecimalFormat, JsonOptions, TemporalFormat};
+use crate::options::JsonOptions;
 
 /// A column the encoder cannot handle; raised while building a [`RowEncoder`], never per row.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,15 +53,6 @@ impl EncodeError {
                 fluss_type: fluss_type.to_string(),
                 arrow_type: arrow_type.to_string(),
             },
-        }
-    }
-
-    /// The column (a path such as `order.items[].price` inside nested types) that could not be
-    /// encoded, if the error is about one column.
-    pub fn column(&self) -> Option<&str> {
-        match &self.kind {
-            ErrorKind::TypeMismatch { column, .. } => Some(column),
-            ErrorKind::ColumnCount { .. } => None,
         }
     }
 }
@@ -275,253 +259,6 @@ impl<'a> RowEncoder<'a> {
 /// characters; everything else, including non-ASCII UTF-8, is copied as is.
 pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
     values::write_json_bytes(out, s.as_bytes());
-}
-
-/// The one place that matches Fluss types against Arrow arrays and picks an encoder.
-fn make_encoder<'a>(
-    path: &str,
-    data_type: &DataType,
-    array: &'a dyn Array,
-    options: JsonOptions,
-) -> Result<NullableEncoder<'a>, EncodeError> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::*;
-    use arrow_schema::{DataType as A, TimeUnit};
-
-    let mismatch = || EncodeError::mismatch(path, data_type, array.data_type());
-    let epoch = options.temporal == TemporalFormat::Epoch;
-
-    let encoder: Box<dyn ValueEncoder + 'a> = match (data_type, array.data_type()) {
-        (DataType::Boolean(_), A::Boolean) => Box::new(values::BooleanEncoder(
-            array.as_boolean_opt().ok_or_else(mismatch)?,
-        )),
-        (DataType::TinyInt(_), A::Int8) => {
-            values::integer::<Int8Type>(array).ok_or_else(mismatch)?
-        }
-        (DataType::SmallInt(_), A::Int16) => {
-            values::integer::<Int16Type>(array).ok_or_else(mismatch)?
-        }
-        (DataType::Int(_), A::Int32) => values::integer::<Int32Type>(array).ok_or_else(mismatch)?,
-        (DataType::BigInt(_), A::Int64) => {
-            values::integer::<Int64Type>(array).ok_or_else(mismatch)?
-        }
-        (DataType::Float(_), A::Float32) => {
-            values::float::<Float32Type>(array).ok_or_else(mismatch)?
-        }
-        (DataType::Double(_), A::Float64) => {
-            values::float::<Float64Type>(array).ok_or_else(mismatch)?
-        }
-        (DataType::Char(_) | DataType::String(_), A::Utf8) => Box::new(values::StringEncoder::new(
-            array.as_string_opt::<i32>().ok_or_else(mismatch)?,
-        )),
-        (DataType::Decimal(d), A::Decimal128(p, s))
-            if u32::from(*p) == d.precision() && i64::from(*s) == i64::from(d.scale()) =>
-        {
-            let values = array
-                .as_primitive_opt::<Decimal128Type>()
-                .ok_or_else(mismatch)?
-                .values();
-            let scale = usize::from(s.unsigned_abs());
-            match options.decimal {
-                DecimalFormat::String => {
-                    Box::new(values::DecimalEncoder::<true>::new(values, scale))
-                }
-                DecimalFormat::Number => {
-                    Box::new(values::DecimalEncoder::<false>::new(values, scale))
-                }
-            }
-        }
-        (DataType::Date(_), A::Date32) => {
-            let values = array
-                .as_primitive_opt::<Date32Type>()
-                .ok_or_else(mismatch)?;
-            if epoch {
-                Box::new(values::IntegerEncoder(values.values()))
-            } else {
-                Box::new(temporal::DateIso(values.values()))
-            }
-        }
-        (DataType::Time(t), A::Time32(unit) | A::Time64(unit))
-            if *unit == time_unit(t.precision()) && valid_time_storage(array.data_type()) =>
-        {
-            let precision = digits(t.precision());
-            match unit {
-                TimeUnit::Second => temporal::time::<1, _>(
-                    array
-                        .as_primitive_opt::<Time32SecondType>()
-                        .ok_or_else(mismatch)?
-                        .values(),
-                    precision,
-                    epoch,
-                ),
-                TimeUnit::Millisecond => temporal::time::<1_000, _>(
-                    array
-                        .as_primitive_opt::<Time32MillisecondType>()
-                        .ok_or_else(mismatch)?
-                        .values(),
-                    precision,
-                    epoch,
-                ),
-                TimeUnit::Microsecond => temporal::time::<1_000_000, _>(
-                    array
-                        .as_primitive_opt::<Time64MicrosecondType>()
-                        .ok_or_else(mismatch)?
-                        .values(),
-                    precision,
-                    epoch,
-                ),
-                TimeUnit::Nanosecond => temporal::time::<1_000_000_000, _>(
-                    array
-                        .as_primitive_opt::<Time64NanosecondType>()
-                        .ok_or_else(mismatch)?
-                        .values(),
-                    precision,
-                    epoch,
-                ),
-            }
-        }
-        // The zone annotation is not compared: the stored i64 is the same either way, and the
-        // Fluss type (LTZ or not) decides whether the text ends in `Z`.
-        (DataType::Timestamp(t), A::Timestamp(unit, _)) if *unit == time_unit(t.precision()) => {
-            timestamp(array, *unit, digits(t.precision()), false, epoch).ok_or_else(mismatch)?
-        }
-        (DataType::TimestampLTz(t), A::Timestamp(unit, _)) if *unit == time_unit(t.precision()) => {
-            timestamp(array, *unit, digits(t.precision()), true, epoch).ok_or_else(mismatch)?
-        }
-        (DataType::Bytes(_), A::Binary) => Box::new(values::BinaryEncoder::new(
-            array.as_binary_opt::<i32>().ok_or_else(mismatch)?,
-        )),
-        (DataType::Binary(b), A::FixedSizeBinary(n)) if usize::try_from(*n) == Ok(b.length()) => {
-            Box::new(values::FixedBinaryEncoder(
-                array.as_fixed_size_binary_opt().ok_or_else(mismatch)?,
-            ))
-        }
-        (DataType::Array(a), A::List(_)) => {
-            let list = array.as_list_opt::<i32>().ok_or_else(mismatch)?;
-            let element = make_encoder(
-                &format!("{path}[]"),
-                a.get_element_type(),
-                list.values().as_ref(),
-                options,
-            )?;
-            Box::new(nested::ListEncoder::new(list.value_offsets(), element))
-        }
-        (DataType::Map(m), A::Map(_, _)) => {
-            let map = array.as_map_opt().ok_or_else(mismatch)?;
-            let value = make_encoder(
-                &format!("{path}{{value}}"),
-                m.value_type(),
-                map.values().as_ref(),
-                options,
-            )?;
-            let key_path = format!("{path}{{key}}");
-            match m.key_type() {
-                DataType::String(_) | DataType::Char(_) => {
-                    let keys = map.keys().as_string_opt::<i32>().ok_or_else(|| {
-                        EncodeError::mismatch(&key_path, m.key_type(), map.keys().data_type())
-                    })?;
-                    Box::new(nested::MapObjectEncoder::new(
-                        map.value_offsets(),
-                        keys,
-                        value,
-                    ))
-                }
-                key_type => {
-                    let key = make_encoder(&key_path, key_type, map.keys().as_ref(), options)?;
-                    Box::new(nested::MapEntriesEncoder::new(
-                        map.value_offsets(),
-                        key,
-                        value,
-                    ))
-                }
-            }
-        }
-        (DataType::Row(r), A::Struct(arrow_fields)) if arrow_fields.len() == r.fields().len() => {
-            let row = array.as_struct_opt().ok_or_else(mismatch)?;
-            let columns: Vec<&'a dyn Array> = row.columns().iter().map(|c| c.as_ref()).collect();
-            Box::new(nested::RowObjectEncoder(FieldsEncoder::try_new(
-                Some(path),
-                r.fields(),
-                &columns,
-                options,
-            )?))
-        }
-        _ => return Err(mismatch()),
-    };
-    Ok(NullableEncoder {
-        encoder,
-        nulls: array.nulls().filter(|n| n.null_count() > 0),
-    })
-}
-
-/// The Arrow unit `to_arrow_type` stores a TIME/TIMESTAMP of this precision in.
-fn time_unit(precision: u32) -> arrow_schema::TimeUnit {
-    use arrow_schema::TimeUnit;
-    match precision {
-        0 => TimeUnit::Second,
-        1..=3 => TimeUnit::Millisecond,
-        4..=6 => TimeUnit::Microsecond,
-        _ => TimeUnit::Nanosecond,
-    }
-}
-
-/// Arrow only defines Time32 for s/ms and Time64 for µs/ns.
-fn valid_time_storage(data_type: &arrow_schema::DataType) -> bool {
-    use arrow_schema::{DataType as A, TimeUnit};
-    matches!(
-        data_type,
-        A::Time32(TimeUnit::Second | TimeUnit::Millisecond)
-            | A::Time64(TimeUnit::Microsecond | TimeUnit::Nanosecond)
-    )
-}
-
-/// Fraction digits to print; Fluss caps precision at 9, and so does the nanosecond unit.
-fn digits(precision: u32) -> usize {
-    precision.min(9) as usize
-}
-
-fn timestamp<'a>(
-    array: &'a dyn Array,
-    unit: arrow_schema::TimeUnit,
-    precision: usize,
-    utc: bool,
-    epoch: bool,
-) -> Option<Box<dyn ValueEncoder + 'a>> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::*;
-    use arrow_schema::TimeUnit;
-    Some(match unit {
-        TimeUnit::Second => temporal::timestamp::<1>(
-            array.as_primitive_opt::<TimestampSecondType>()?.values(),
-            precision,
-            utc,
-            epoch,
-        ),
-        TimeUnit::Millisecond => temporal::timestamp::<1_000>(
-            array
-                .as_primitive_opt::<TimestampMillisecondType>()?
-                .values(),
-            precision,
-            utc,
-            epoch,
-        ),
-        TimeUnit::Microsecond => temporal::timestamp::<1_000_000>(
-            array
-                .as_primitive_opt::<TimestampMicrosecondType>()?
-                .values(),
-            precision,
-            utc,
-            epoch,
-        ),
-        TimeUnit::Nanosecond => temporal::timestamp::<1_000_000_000>(
-            array
-                .as_primitive_opt::<TimestampNanosecondType>()?
-                .values(),
-            precision,
-            utc,
-            epoch,
-        ),
-    })
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //! Fluss and Flink print): a leading `+` above 9999 (`+10000-01-01`) and a `-` with at least
 //! four digits before year 0 (`-0001-12-31`), i.e. ISO 8601's expanded years, proleptic
 //! Gregorian throughout.
+//!
+//! Over 500 lines because the tests of the calendar arithmetic (about 300 lines) sit next to it.
 
 use super::digits::{decimal_len, put_block, two_digits, write_digits, write_i64};
 use super::ValueEncoder;
@@ -241,12 +243,12 @@ mod tests {
     use fluss::metadata::{DataType, DataTypes};
 
     use super::super::test_support::{column_values, column_values_with};
-    use super::super::{JsonOptions, TemporalFormat};
     use super::civil_from_days;
+    use crate::options::{DecimalFormat, JsonOptions, TemporalFormat};
 
     const EPOCH: JsonOptions = JsonOptions {
         temporal: TemporalFormat::Epoch,
-        decimal: super::super::DecimalFormat::String,
+        decimal: DecimalFormat::String,
     };
 
     /// 13:45:07.123456789 as (second of day, nanos).
