@@ -3,7 +3,7 @@
 use snafu::Snafu;
 use std::fmt::Write as _;
 
-use crate::message::HeaderKind;
+use crate::header_kind::HeaderKind;
 
 /// Everything the SDK itself can fail at. Plugin errors stay the plugin's own type
 /// (`Source::Error`) and are only rendered, with their chain, when logged.

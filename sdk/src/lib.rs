@@ -18,6 +18,7 @@
 pub mod container;
 pub mod error;
 pub mod ffi;
+mod header_kind;
 pub mod log;
 pub mod message;
 pub mod runtime;

@@ -23,10 +23,11 @@
 
 mod wire;
 
+pub use crate::header_kind::HeaderKind;
+
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use snafu::{ensure, ResultExt};
 use std::cmp::Ordering;
 use std::fmt;
@@ -35,61 +36,6 @@ use std::hash::{Hash, Hasher};
 use crate::error::{
     Error, HeaderKindMismatchSnafu, HeaderLengthSnafu, HeaderUtf8Snafu, HeaderWidthSnafu,
 };
-
-/// Type of a header key or value. Postcard writes the declaration index; Iggy's own
-/// TLV code is that index + 1 ([`HeaderKind::as_code`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum HeaderKind {
-    /// 1..=255 opaque bytes.
-    Raw,
-    /// 1..=255 bytes of UTF-8.
-    String,
-    /// One byte, 0 or 1.
-    Bool,
-    /// Little-endian `i8`.
-    Int8,
-    /// Little-endian `i16`.
-    Int16,
-    /// Little-endian `i32`.
-    Int32,
-    /// Little-endian `i64`.
-    Int64,
-    /// Little-endian `i128`.
-    Int128,
-    /// `u8`.
-    Uint8,
-    /// Little-endian `u16`.
-    Uint16,
-    /// Little-endian `u32`.
-    Uint32,
-    /// Little-endian `u64`.
-    Uint64,
-    /// Little-endian `u128`.
-    Uint128,
-    /// Little-endian `f32` bits.
-    Float32,
-    /// Little-endian `f64` bits.
-    Float64,
-}
-
-impl HeaderKind {
-    /// Iggy's TLV code (declaration index + 1); ordering by it equals ordering by kind.
-    pub fn as_code(&self) -> u8 {
-        *self as u8 + 1
-    }
-
-    /// Exact width of a fixed-width kind; `None` for `Raw` and `String`.
-    pub fn fixed_width(&self) -> Option<usize> {
-        match self {
-            HeaderKind::Raw | HeaderKind::String => None,
-            HeaderKind::Bool | HeaderKind::Int8 | HeaderKind::Uint8 => Some(1),
-            HeaderKind::Int16 | HeaderKind::Uint16 => Some(2),
-            HeaderKind::Int32 | HeaderKind::Uint32 | HeaderKind::Float32 => Some(4),
-            HeaderKind::Int64 | HeaderKind::Uint64 | HeaderKind::Float64 => Some(8),
-            HeaderKind::Int128 | HeaderKind::Uint128 => Some(16),
-        }
-    }
-}
 
 /// Longest value stored without a heap allocation: every numeric kind fits.
 pub const INLINE_CAPACITY: usize = 22;
