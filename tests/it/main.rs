@@ -5,13 +5,16 @@
 
 mod all_types;
 mod arrow_ipc;
+mod authorization;
 mod bad_input;
 mod changelog;
 mod crashes;
+mod failover;
 mod faults;
 mod fixture;
 mod log_tables;
 mod pk_script;
 mod process;
 mod runtime_payloads;
+mod table_changes;
 mod zz_log_lines;

@@ -45,10 +45,17 @@ impl Cluster {
     ) -> Option<usize> {
         let config = self.config();
         let owned = path.clone();
+        // Metadata requests go to any server the client knows, which may be the one just
+        // killed: retry on a fresh connection until one answers.
         block_on(async move {
             let deadline = Instant::now() + READY_TIMEOUT;
-            let connection = connect(&config, deadline).await?;
-            leader_of(&connection, &owned, partition, bucket).await
+            super::retry("leader lookup", deadline, || async {
+                let connection = FlussConnection::new(config.clone())
+                    .await
+                    .map_err(|e| format!("connect: {e}"))?;
+                leader_of(&connection, &owned, partition, bucket).await
+            })
+            .await
         })
         .unwrap_or_else(|reason| {
             panic!(

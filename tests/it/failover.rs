@@ -1,0 +1,505 @@
+//! Leader failover on a replicated cluster (three tablet servers, replication factor 3), on a
+//! dedicated cluster: while a 3-bucket log table and a 3-bucket primary-key table are written
+//! without pause and streamed, the leader of a bucket is killed with -9, later the new leader
+//! is stopped, then every tablet server is restarted one by one. Every write the writers got
+//! acknowledged arrives, in bucket order, with no repeats beyond the batches in flight; the
+//! longest gap per bucket (the stall) and the plugin's lines per event are printed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use fluss_source_runner::{logs, Level, LogLine};
+use fluss_testkit::fluss::client::{AppendWriter, FlussConnection, UpsertWriter};
+use fluss_testkit::fluss::metadata::TablePath;
+use fluss_testkit::fluss::row::GenericRow;
+use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
+use serde_json::{json, Value};
+
+use crate::fixture::{assert_bucket_order, rt, Answer, Received, Stream};
+
+const BATCH_SIZE: usize = 500;
+/// Rows per write round; a round is flushed (acknowledged by all in-sync replicas) before
+/// the next one starts.
+const ROUND: i64 = 50;
+/// Distinct keys of the primary-key table, so most writes are updates.
+const KEYS: i64 = 300;
+/// Longest a flush may take while a leader moves; a longer one counts as not acknowledged.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A plugin config for `table` on `cluster`.
+pub fn config_on(cluster: &Cluster, table: &str, extra: Value) -> Value {
+    let mut base = json!({
+        "bootstrap_servers": cluster.bootstrap(),
+        "database": tables::TEST_DATABASE,
+        "table": table,
+        "poll_interval": "200ms",
+        "connect_timeout": "20s",
+        "batch_size": BATCH_SIZE,
+    });
+    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
+        b.extend(e);
+    }
+    base
+}
+
+/// What a writer thread wrote: keys whose flush succeeded, and keys of rounds whose flush
+/// failed or timed out (they may or may not be in the table).
+#[derive(Default)]
+struct Written {
+    acked: Vec<String>,
+    unconfirmed: Vec<String>,
+    longest_flush: Duration,
+}
+
+/// A thread writing rounds of rows to one table until stopped.
+struct Writer {
+    written: Arc<Mutex<Written>>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// The rows of round `seq..seq + ROUND`: log rows keyed by `id`, primary-key rows whose
+/// `name` (`w<seq>`) names the write, on key `seq % KEYS`.
+fn round(primary_key: bool, seq: i64) -> Vec<(String, GenericRow<'static>)> {
+    (seq..seq + ROUND)
+        .map(|n| {
+            if primary_key {
+                let mut row = GenericRow::new(3);
+                row.set_field(0, n % KEYS);
+                row.set_field(1, format!("w{n}"));
+                row.set_field(2, n as f64);
+                (format!("w{n}"), row)
+            } else {
+                (n.to_string(), tables::sample_row(n))
+            }
+        })
+        .collect()
+}
+
+impl Writer {
+    fn start(cluster: Arc<Cluster>, path: TablePath, primary_key: bool) -> Self {
+        let written = Arc::new(Mutex::new(Written::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (written, stop) = (written.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("writer runtime");
+                runtime.block_on(write_rounds(cluster, path, primary_key, written, stop));
+            })
+        };
+        Self {
+            written,
+            stop,
+            thread,
+        }
+    }
+
+    fn acked(&self) -> Vec<String> {
+        lock(&self.written).acked.clone()
+    }
+
+    fn finish(self) -> Written {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("writer thread");
+        Arc::try_unwrap(self.written)
+            .ok()
+            .expect("writer done")
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One writer of either table kind.
+enum Sink {
+    Append(AppendWriter),
+    Upsert(UpsertWriter),
+}
+
+impl Sink {
+    fn write(&self, row: &GenericRow<'static>) -> bool {
+        match self {
+            Sink::Append(w) => w.append(row).is_ok(),
+            Sink::Upsert(w) => w.upsert(row).is_ok(),
+        }
+    }
+
+    async fn flush(&self) -> Result<(), String> {
+        let flushing = async {
+            match self {
+                Sink::Append(w) => w.flush().await,
+                Sink::Upsert(w) => w.flush().await,
+            }
+        };
+        match tokio::time::timeout(FLUSH_TIMEOUT, flushing).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no acknowledgement within {FLUSH_TIMEOUT:?}")),
+        }
+    }
+}
+
+async fn write_rounds(
+    cluster: Arc<Cluster>,
+    path: TablePath,
+    primary_key: bool,
+    written: Arc<Mutex<Written>>,
+    stop: Arc<AtomicBool>,
+) {
+    let conn: FlussConnection = cluster.connection().await;
+    let table = conn.get_table(&path).await.expect("get_table");
+    let sink = if primary_key {
+        Sink::Upsert(
+            table
+                .new_upsert()
+                .and_then(|u| u.create_writer())
+                .expect("upsert writer"),
+        )
+    } else {
+        Sink::Append(
+            table
+                .new_append()
+                .and_then(|a| a.create_writer())
+                .expect("append writer"),
+        )
+    };
+    let mut seq = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let rows = round(primary_key, seq);
+        seq += ROUND;
+        let queued = rows.iter().all(|(_, row)| sink.write(row));
+        let started = Instant::now();
+        let flushed = sink.flush().await;
+        {
+            let mut w = lock(&written);
+            w.longest_flush = w.longest_flush.max(started.elapsed());
+            let keys = rows.into_iter().map(|(k, _)| k);
+            if queued && flushed.is_ok() {
+                w.acked.extend(keys);
+            } else {
+                eprintln!("failover: a round to {path} is not acknowledged: {flushed:?}");
+                w.unconfirmed.extend(keys);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A stream read on its own thread, acking every batch; each message's key (the log row's
+/// `id`, the change's `name`) is published as it arrives.
+struct Tap {
+    seen: Arc<Mutex<HashSet<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<(Received, Instant)>>,
+}
+
+fn key_of(m: &Received) -> String {
+    match &m.payload["name"] {
+        Value::String(name) if name.starts_with('w') => name.clone(),
+        _ => m.payload["id"].to_string(),
+    }
+}
+
+impl Tap {
+    fn start(config: Value) -> Self {
+        let seen = Arc::new(Mutex::new(HashSet::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (seen, stop) = (seen.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut s = Stream::open(&config, None).expect("open");
+                let mut arrived = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let before = s.acked.len();
+                    s.read(before + 1, Duration::from_millis(300), Answer::AckAll);
+                    let now = Instant::now();
+                    let mut seen = lock(&seen);
+                    for m in &s.acked[before..] {
+                        seen.insert(key_of(m));
+                        arrived.push(now);
+                    }
+                }
+                let acked = std::mem::take(&mut s.acked);
+                s.close();
+                acked.into_iter().zip(arrived).collect()
+            })
+        };
+        Self { seen, stop, thread }
+    }
+
+    /// Waits until every key of `keys` arrived.
+    fn wait_for(&self, keys: &[String], within: Duration, what: &str) {
+        rt().block_on(poll_until(
+            within,
+            Duration::from_millis(200),
+            what,
+            || async {
+                let seen = lock(&self.seen);
+                let missing = keys.iter().filter(|k| !seen.contains(*k)).count();
+                if missing == 0 {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{missing} of {} acknowledged writes missing",
+                        keys.len()
+                    ))
+                }
+            },
+        ));
+    }
+
+    fn finish(self) -> Vec<(Received, Instant)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("reader thread")
+    }
+}
+
+/// The longest time between two consecutive messages of one bucket, per bucket.
+fn stalls(messages: &[(Received, Instant)]) -> BTreeMap<i32, Duration> {
+    let mut last: HashMap<i32, Instant> = HashMap::new();
+    let mut longest: BTreeMap<i32, Duration> = BTreeMap::new();
+    for (m, at) in messages {
+        if let Some(prev) = last.insert(m.bucket, *at) {
+            let gap = at.duration_since(prev);
+            let entry = longest.entry(m.bucket).or_default();
+            *entry = (*entry).max(gap);
+        }
+    }
+    longest
+}
+
+/// The WARN and INFO lines one event caused for `table`, and any ERROR line.
+struct EventLines {
+    warns: Vec<String>,
+    recovered: Vec<String>,
+    errors: Vec<String>,
+}
+
+fn event_lines(table: &str, since: usize, until: usize) -> EventLines {
+    let tag = format!("{}.{table}]", tables::TEST_DATABASE);
+    let lines: Vec<LogLine> = logs()
+        .into_iter()
+        .take(until)
+        .skip(since)
+        .filter(|l| l.message.contains(&tag))
+        .collect();
+    let pick = |level: Level, needle: &str| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| l.level == level && l.message.contains(needle))
+            .map(|l| l.message.clone())
+            .collect()
+    };
+    EventLines {
+        warns: pick(Level::Warn, ""),
+        recovered: pick(Level::Info, "reading again after"),
+        errors: pick(Level::Error, ""),
+    }
+}
+
+/// The streams and writers of both tables, and the log index of each event.
+struct Failover {
+    cluster: Arc<Cluster>,
+    log_path: TablePath,
+    pk_path: TablePath,
+    log_writer: Writer,
+    pk_writer: Writer,
+    log_tap: Tap,
+    pk_tap: Tap,
+    events: Vec<(String, usize)>,
+}
+
+impl Failover {
+    /// Waits until both streams delivered everything acknowledged so far.
+    fn catch_up(&self, what: &str) {
+        self.log_tap
+            .wait_for(&self.log_writer.acked(), Duration::from_secs(120), what);
+        self.pk_tap
+            .wait_for(&self.pk_writer.acked(), Duration::from_secs(120), what);
+    }
+
+    fn tables(&self) -> [&TablePath; 2] {
+        [&self.log_path, &self.pk_path]
+    }
+}
+
+#[test]
+fn leader_failover_loses_nothing() {
+    let started = Instant::now();
+    // Shared with the writer threads; stopped when the last handle goes at the end.
+    let cluster = Arc::new(Cluster::start(ClusterOptions::replicated()));
+    eprintln!(
+        "failover: 3-tablet cluster serves after {:.1?}; RSS {:?} KiB",
+        cluster.start_time().unwrap_or_default(),
+        cluster.memory()
+    );
+    let log_path = unique_table("failover_log");
+    let pk_path = unique_table("failover_pk");
+    rt().block_on(async {
+        let conn = cluster.connection().await;
+        let admin = conn.get_admin().expect("admin");
+        tables::create_log_table(&admin, &log_path, tables::sample_log_schema(), 3).await;
+        tables::create_pk_table(&admin, &pk_path, tables::sample_pk_schema(), 3).await;
+    });
+    let mut f = Failover {
+        cluster: cluster.clone(),
+        log_writer: Writer::start(cluster.clone(), log_path.clone(), false),
+        pk_writer: Writer::start(cluster.clone(), pk_path.clone(), true),
+        log_tap: Tap::start(config_on(&cluster, log_path.table(), json!({}))),
+        pk_tap: Tap::start(config_on(
+            &cluster,
+            pk_path.table(),
+            json!({"changelog_format": "flat"}),
+        )),
+        log_path,
+        pk_path,
+        events: Vec::new(),
+    };
+    f.catch_up("the first rounds");
+    eprintln!(
+        "failover: {:?} ISR {:?}",
+        f.log_path,
+        f.cluster.in_sync_replicas(&f.tables())
+    );
+
+    // 1. kill -9 the leader of bucket 0 of the log table.
+    let killed = f
+        .cluster
+        .bucket_leader(&f.log_path, None, 0)
+        .expect("bucket 0 has a leader");
+    f.events.push((
+        format!("kill -9 of tablet server {killed} (leader of bucket 0)"),
+        logs().len(),
+    ));
+    f.cluster.kill_tablet(killed);
+    let second = f
+        .cluster
+        .wait_new_leader(&f.log_path, None, 0, killed, Duration::from_secs(60));
+    f.catch_up("writes acknowledged after the kill");
+    f.cluster.start_tablet(killed);
+    f.cluster
+        .wait_in_sync(&f.tables(), Duration::from_secs(120));
+    f.catch_up("writes after the killed server came back");
+
+    // 2. stop the new leader (gracefully).
+    f.events.push((
+        format!("stop of tablet server {second} (the new leader of bucket 0)"),
+        logs().len(),
+    ));
+    f.cluster.stop_tablet(second);
+    f.cluster
+        .wait_new_leader(&f.log_path, None, 0, second, Duration::from_secs(60));
+    f.catch_up("writes acknowledged after the stop");
+    f.cluster.start_tablet(second);
+    f.cluster
+        .wait_in_sync(&f.tables(), Duration::from_secs(120));
+    f.catch_up("writes after the stopped server came back");
+
+    // 3. every tablet server restarted, one at a time.
+    f.events.push((
+        "rolling restart of all tablet servers".to_owned(),
+        logs().len(),
+    ));
+    f.cluster.rolling_restart(&f.tables());
+    f.catch_up("writes acknowledged during the rolling restart");
+    let end = logs().len();
+
+    let log_written = f.log_writer.finish();
+    let pk_written = f.pk_writer.finish();
+    f.log_tap.wait_for(
+        &log_written.acked,
+        Duration::from_secs(120),
+        "every log row",
+    );
+    f.pk_tap
+        .wait_for(&pk_written.acked, Duration::from_secs(120), "every change");
+    let log_read = f.log_tap.finish();
+    let pk_read = f.pk_tap.finish();
+
+    for (name, written, read) in [
+        ("log", &log_written, &log_read),
+        ("pk", &pk_written, &pk_read),
+    ] {
+        let received: Vec<Received> = read.iter().map(|(m, _)| m.clone()).collect();
+        assert_bucket_order(&received);
+        let keys: Vec<String> = received.iter().map(key_of).collect();
+        let distinct: HashSet<&String> = keys.iter().collect();
+        let repeats = keys.len() - distinct.len();
+        let acked: HashSet<&String> = written.acked.iter().collect();
+        let unconfirmed: HashSet<&String> = written.unconfirmed.iter().collect();
+        let lost: Vec<&&String> = acked.iter().filter(|k| !distinct.contains(*k)).collect();
+        assert!(
+            lost.is_empty(),
+            "{name}: {} acknowledged writes lost: {:?}",
+            lost.len(),
+            &lost[..lost.len().min(20)]
+        );
+        let invented: Vec<&&String> = distinct
+            .iter()
+            .filter(|k| !acked.contains(*k) && !unconfirmed.contains(*k))
+            .collect();
+        assert!(
+            invented.is_empty(),
+            "{name}: messages nobody wrote: {invented:?}"
+        );
+        assert!(
+            repeats <= BATCH_SIZE * f.events.len(),
+            "{name}: {repeats} repeats, more than a batch ({BATCH_SIZE}) per event"
+        );
+        eprintln!(
+            "failover: {name}: {} acknowledged writes ({} unconfirmed), {} messages, {repeats} repeats, \
+             longest flush {:.1?}, longest gap per bucket {:?}",
+            written.acked.len(),
+            written.unconfirmed.len(),
+            keys.len(),
+            written.longest_flush,
+            stalls(read)
+        );
+    }
+    // Per key, the changes arrive in write order (`w<seq>` grows).
+    let mut last_seq: HashMap<i64, i64> = HashMap::new();
+    for (m, _) in &pk_read {
+        let key = m.payload["id"].as_i64().expect("id");
+        let seq: i64 = m.payload["name"].as_str().expect("name")[1..]
+            .parse()
+            .expect("seq");
+        if let Some(prev) = last_seq.insert(key, seq) {
+            assert!(seq > prev, "key {key}: change w{seq} came after w{prev}");
+        }
+    }
+
+    // The plugin's lines, per event and table.
+    let mut bounds: Vec<usize> = f.events.iter().map(|(_, i)| *i).collect();
+    bounds.push(end);
+    for (n, (event, since)) in f.events.iter().enumerate() {
+        for table in [f.log_path.table(), f.pk_path.table()] {
+            let lines = event_lines(table, *since, bounds[n + 1]);
+            eprintln!(
+                "failover: {event}: {table}: {} WARN, {} 'reading again', {} ERROR: {:#?} {:#?}",
+                lines.warns.len(),
+                lines.recovered.len(),
+                lines.errors.len(),
+                lines.warns,
+                lines.recovered
+            );
+            assert!(
+                lines.errors.is_empty(),
+                "{event}: a failover is not an ERROR: {:#?}",
+                lines.errors
+            );
+        }
+    }
+    eprintln!(
+        "failover: RSS after the run {:?} KiB; {:.1?} in all",
+        f.cluster.memory(),
+        started.elapsed()
+    );
+}

@@ -1,0 +1,288 @@
+//! The table changes under a running connector (on the shared cluster; each test owns its
+//! table): dropped while streaming, dropped and re-created under the same name (a restart
+//! from the saved state is refused), and a partition dropped while its bucket still has
+//! unread rows.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use fluss_source_runner::{logs, Level, LogLine};
+use fluss_testkit::fluss::metadata::TablePath;
+use fluss_testkit::{tables, unique_table};
+use serde_json::json;
+
+use crate::fixture::{cluster, config, harness, ids, rt, Answer, Stream};
+
+/// Plugin ids for raw opens, apart from the harness's own (from 1) and bad_input's (900,000).
+static RAW_ID: AtomicU32 = AtomicU32::new(800_000);
+
+/// Lines of the instance reading `table` after log index `since`, at `level`.
+fn lines_at(table: &str, since: usize, level: Level) -> Vec<LogLine> {
+    let tag = format!("{}.{table}", tables::TEST_DATABASE);
+    logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.level == level && l.message.contains(&tag))
+        .collect()
+}
+
+/// Keeps reading `s` (acking, as the runtime does) until `probe` gives a value; panics after
+/// `within` naming `what`.
+fn read_until<T>(
+    s: &mut Stream,
+    within: Duration,
+    what: &str,
+    mut probe: impl FnMut(&Stream) -> Option<T>,
+) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        s.read(
+            s.acked.len() + 1,
+            Duration::from_millis(300),
+            Answer::AckAll,
+        );
+        if let Some(value) = probe(s) {
+            return value;
+        }
+        assert!(
+            started.elapsed() < within,
+            "timed out after {within:?} waiting for {what}"
+        );
+    }
+}
+
+async fn table_id(path: &TablePath) -> i64 {
+    let conn = cluster().connection().await;
+    let admin = conn.get_admin().expect("admin");
+    admin
+        .get_table_info(path)
+        .await
+        .expect("get_table_info")
+        .table_id
+}
+
+/// Dropped while streaming: the stream reports it at ERROR (counted over 20 s of retries),
+/// nothing crashes, close succeeds and the state saved before the drop is kept. Re-created
+/// under the same name: a restart from that state is refused, naming the state file to
+/// delete.
+#[test]
+fn dropped_table_is_an_error_and_a_recreated_one_refuses_the_old_state() {
+    let path = unique_table("dropped");
+    let table = path.table().to_owned();
+    let conn = rt().block_on(cluster().connection());
+    let admin = conn.get_admin().expect("admin");
+    rt().block_on(tables::create_log_table(
+        &admin,
+        &path,
+        tables::sample_log_schema(),
+        2,
+    ));
+    let old_id = rt().block_on(table_id(&path));
+    rt().block_on(fluss_testkit::write::append_rows(
+        &conn,
+        &path,
+        (0..1000).map(tables::sample_row),
+    ));
+    let cfg = config(&table, json!({"batch_size": 200}));
+    let mut s = Stream::open(&cfg, None).expect("open");
+    s.read(1000, Duration::from_secs(20), Answer::AckAll);
+    let mut got = ids(&s.acked);
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        (0..1000).collect::<Vec<_>>(),
+        "every row before the drop"
+    );
+    let saved = s.state.clone().expect("a state after 1000 acked rows");
+
+    let since = logs().len();
+    rt().block_on(admin.drop_table(&path, false))
+        .expect("drop_table");
+    let first = read_until(
+        &mut s,
+        Duration::from_secs(60),
+        "an ERROR line after the table was dropped",
+        |_| lines_at(&table, since, Level::Error).into_iter().next(),
+    );
+    let first_at = logs().len();
+    // 20 s more of polling: how often the error repeats.
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < until {
+        s.read(
+            s.acked.len() + 1,
+            Duration::from_millis(500),
+            Answer::AckAll,
+        );
+    }
+    let errors = lines_at(&table, since, Level::Error);
+    let warns = lines_at(&table, since, Level::Warn);
+    eprintln!(
+        "table_changes: dropped: first ERROR: {}\n{} ERROR and {} WARN lines in the {:.0?} after the drop ({} after the first); WARN: {:#?}",
+        first.message,
+        errors.len(),
+        warns.len(),
+        Duration::from_secs(20),
+        lines_at(&table, first_at, Level::Error).len(),
+        warns.iter().map(|l| &l.message).collect::<Vec<_>>()
+    );
+    assert_eq!(s.acked.len(), 1000, "nothing delivered after the drop");
+    assert!(
+        first.message.contains("does not exist") || first.message.contains("TableNotExist"),
+        "the ERROR says the table is gone: {}",
+        first.message
+    );
+    assert_eq!(
+        s.close(),
+        Some(saved.clone()),
+        "closing after the drop keeps the state"
+    );
+
+    // Re-created under the same name: the saved state names the old table id.
+    rt().block_on(tables::create_log_table(
+        &admin,
+        &path,
+        tables::sample_log_schema(),
+        2,
+    ));
+    let new_id = rt().block_on(table_id(&path));
+    assert_ne!(old_id, new_id, "a re-created table gets a new id");
+    let id = RAW_ID.fetch_add(1, Ordering::Relaxed);
+    let code = harness().call_open(id, &cfg.to_string(), Some(&saved));
+    assert_ne!(code, 0, "open with the old table's state must fail");
+    let tag = format!("plugin {id}:");
+    let lines: Vec<String> = logs()
+        .into_iter()
+        .filter(|l| l.level == Level::Error && l.message.contains(&tag))
+        .map(|l| l.message)
+        .collect();
+    let db = tables::TEST_DATABASE;
+    assert_eq!(
+        lines,
+        vec![format!(
+            "plugin {id}: open failed: the saved state belongs to table {db}.{table} (id {old_id}), but {db}.{table} has id {new_id} (the table was dropped and re-created, or the connector now reads another table); delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`"
+        )],
+        "one ERROR line naming both ids and the state file"
+    );
+    assert_eq!(
+        harness().call_close(id),
+        -1,
+        "nothing left after the refused open"
+    );
+}
+
+/// A partition dropped while its bucket still has unread rows: the rows still in Fluss are
+/// gone with the partition. The stream keeps reading the other partition, logs the drop at
+/// INFO once discovery sees it, and never reports an ERROR. How many of the dropped
+/// partition's rows arrived first depends on how far the plugin had read ahead; they are a
+/// gap-free prefix of its log.
+#[test]
+fn dropped_partition_with_unread_rows_is_forgotten() {
+    let path = unique_table("dropped_partition");
+    let table = path.table().to_owned();
+    let conn = rt().block_on(cluster().connection());
+    let admin = conn.get_admin().expect("admin");
+    rt().block_on(async {
+        tables::create_partitioned_table(
+            &admin,
+            &path,
+            tables::sample_partitioned_schema(false),
+            "region",
+            1,
+        )
+        .await;
+        tables::create_partition(&admin, &path, "region", "A").await;
+        tables::create_partition(&admin, &path, "region", "B").await;
+        // A: 20,000 rows in many small flushes (many record batches, so reading them takes
+        // many polls); B: 10 rows.
+        for chunk in 0..20 {
+            fluss_testkit::write::append_rows(
+                &conn,
+                &path,
+                (chunk * 1000..(chunk + 1) * 1000)
+                    .map(|id| tables::sample_partitioned_row(id, "A")),
+            )
+            .await;
+        }
+        fluss_testkit::write::append_rows(
+            &conn,
+            &path,
+            (100_000..100_010).map(|id| tables::sample_partitioned_row(id, "B")),
+        )
+        .await;
+    });
+    let since = logs().len();
+    let mut s = Stream::open(
+        &config(
+            &table,
+            json!({"batch_size": 100, "partition_discovery_interval": "1s"}),
+        ),
+        None,
+    )
+    .expect("open");
+    // Read a few batches, then drop A with most of its rows unread.
+    s.read(300, Duration::from_secs(20), Answer::AckAll);
+    rt().block_on(tables::drop_partition(&admin, &path, "region", "A"));
+    read_until(
+        &mut s,
+        Duration::from_secs(60),
+        "the INFO line about the dropped partition",
+        |_| {
+            lines_at(&table, since, Level::Info)
+                .into_iter()
+                .find(|l| l.message.contains("partition A") && l.message.contains("was dropped"))
+        },
+    );
+    // B goes on: new rows arrive.
+    rt().block_on(fluss_testkit::write::append_rows(
+        &conn,
+        &path,
+        (100_010..100_020).map(|id| tables::sample_partitioned_row(id, "B")),
+    ));
+    read_until(&mut s, Duration::from_secs(30), "every row of B", |s| {
+        let b = s
+            .acked
+            .iter()
+            .filter(|m| m.partition.as_deref() == Some("B"))
+            .count();
+        (b >= 20).then_some(())
+    });
+    let a: Vec<i64> = s
+        .acked
+        .iter()
+        .filter(|m| m.partition.as_deref() == Some("A"))
+        .map(|m| m.payload["id"].as_i64().expect("id"))
+        .collect();
+    let b: Vec<i64> = s
+        .acked
+        .iter()
+        .filter(|m| m.partition.as_deref() == Some("B"))
+        .map(|m| m.payload["id"].as_i64().expect("id"))
+        .collect();
+    assert_eq!(
+        a,
+        (0..a.len() as i64).collect::<Vec<_>>(),
+        "A's delivered rows are a gap-free prefix"
+    );
+    assert_eq!(
+        b,
+        (100_000..100_020).collect::<Vec<_>>(),
+        "every row of B, in order"
+    );
+    let errors = lines_at(&table, since, Level::Error);
+    let warns = lines_at(&table, since, Level::Warn);
+    eprintln!(
+        "table_changes: dropped partition: {} of A's 20,000 rows delivered ({} unread when it was dropped), all 20 of B; {} ERROR, {} WARN: {:#?}",
+        a.len(),
+        20_000 - a.len(),
+        errors.len(),
+        warns.len(),
+        warns.iter().chain(&errors).map(|l| &l.message).collect::<Vec<_>>()
+    );
+    assert!(a.len() < 20_000, "the test must drop A with rows unread");
+    assert!(
+        errors.is_empty(),
+        "a dropped partition is not an ERROR: {:#?}",
+        errors
+    );
+    s.close();
+}
