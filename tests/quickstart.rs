@@ -1,0 +1,690 @@
+//! The README's commands, run the way a newcomer runs them: in a fresh `git clone` of HEAD
+//! (committed files only), whose target directory starts empty, without a terminal.
+//!
+//! - `scripts/quickstart.sh --messages N`: builds everything from nothing, prints messages of
+//!   both demo tables in the README's shapes, says "stopped everything" and leaves no process
+//!   and no temporary directory behind; run a second time with a relative `CARGO_TARGET_DIR`,
+//!   through `iggy-server` + `iggy-connectors` when `IGGY_BIN_DIR` is set.
+//! - `cargo build --release -p iggy_connector_fluss_source`: the library the deploy step names,
+//!   with exactly the five symbols it lists.
+//! - `target/debug/fluss-source-runner --connector config.toml …` with every documented
+//!   option, against a cluster holding the table `config.toml` names.
+//!
+//! One clone and one build of each profile serve all tests. The cold builds take minutes.
+#![cfg(feature = "fluss-it")]
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Messages of each demo table the quickstart is asked for.
+const MESSAGES: usize = 3;
+/// A cold debug build of the workspace on a busy 2-core machine, a Fluss start and the first
+/// messages; generous, since the other tests may be building at the same time.
+const QUICKSTART_DEADLINE: Duration = Duration::from_secs(40 * 60);
+const RELEASE_BUILD_DEADLINE: Duration = Duration::from_secs(40 * 60);
+
+/// The five symbols as the README's deploy step lists them.
+const README_SYMBOLS: [&str; 5] = [
+    "iggy_source_open",
+    "iggy_source_handle_v2",
+    "iggy_source_batch_result",
+    "iggy_source_close",
+    "iggy_source_version",
+];
+
+/// The temporary root: the clone, `TMPDIR` for the commands, scratch files.
+struct Workspace {
+    root: PathBuf,
+    clone: PathBuf,
+    tmp: PathBuf,
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+static WORKSPACE: LazyLock<Workspace> = LazyLock::new(|| {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = std::env::temp_dir().join(format!("fluss-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).expect("create the test root");
+    let clone = root.join("clone");
+    let tmp = root.join("tmp");
+    std::fs::create_dir_all(&tmp).expect("create TMPDIR");
+    let status = Command::new("git")
+        .args(["clone", "--quiet", "--no-hardlinks"])
+        .arg(&repo)
+        .arg(&clone)
+        .status()
+        .expect("git is installed");
+    assert!(status.success(), "git clone {} failed", repo.display());
+    assert!(
+        !clone.join("target").exists(),
+        "a fresh clone has no target directory"
+    );
+    Workspace { root, clone, tmp }
+});
+
+/// The clone's first quickstart run: the one that builds everything.
+static FIRST_RUN: LazyLock<Run> = LazyLock::new(|| {
+    let ws = &*WORKSPACE;
+    let mut command = clean_command("scripts/quickstart.sh");
+    command.args(["--messages", &MESSAGES.to_string()]);
+    command.env_remove("IGGY_BIN_DIR");
+    run(command, QUICKSTART_DEADLINE, &ws.clone)
+});
+
+/// `cargo build --release -p iggy_connector_fluss_source` in the clone, once.
+static RELEASE_BUILD: LazyLock<PathBuf> = LazyLock::new(|| {
+    let ws = &*WORKSPACE;
+    let mut command = clean_command("cargo");
+    command.args(["build", "--release", "-p", "iggy_connector_fluss_source"]);
+    let run = run(command, RELEASE_BUILD_DEADLINE, &ws.clone);
+    assert!(
+        run.success,
+        "the README's release build failed:\n{}",
+        run.stderr
+    );
+    eprintln!("release build took {:?}", run.took);
+    ws.clone
+        .join("target/release/libiggy_connector_fluss_source.so")
+});
+
+/// Tests share the clone's target directory and their clusters compete for two cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A command run in the clone with nothing of this build's environment: no target directory
+/// of ours, our temporary directory as TMPDIR.
+fn clean_command(program: &str) -> Command {
+    let ws = &*WORKSPACE;
+    let mut command = Command::new(program);
+    command.current_dir(&ws.clone).env("TMPDIR", &ws.tmp);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" {
+            command.env_remove(key);
+        }
+    }
+    command
+}
+
+struct Run {
+    success: bool,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+/// Runs `command` with its output captured; past `deadline` it gets SIGINT (the quickstart then
+/// cleans up), then SIGKILL, and the test fails with what it printed.
+fn run(mut command: Command, deadline: Duration, dir: &Path) -> Run {
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {command:?} in {}: {e}", dir.display()));
+    let reader = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = reader(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = reader(Box::new(child.stderr.take().expect("stderr")));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > deadline {
+            // SIGINT, as Ctrl-C would send: the quickstart cleans up on it.
+            let _ = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status();
+            std::thread::sleep(Duration::from_secs(60));
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{command:?} did not finish within {deadline:?}; stderr:\n{}",
+                stderr.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    Run {
+        success: status.success(),
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+        took: started.elapsed(),
+    }
+}
+
+/// Positions of `keys` in `text` are increasing: the JSON keys appear in this order.
+fn assert_key_order(text: &str, keys: &[&str]) {
+    let mut from = 0;
+    for key in keys {
+        let needle = format!("\"{key}\":");
+        let at = text[from..]
+            .find(&needle)
+            .unwrap_or_else(|| panic!("{needle} missing or out of order in {text}"));
+        from += at + needle.len();
+    }
+}
+
+fn object_keys(value: &Value) -> BTreeSet<&str> {
+    value
+        .as_object()
+        .unwrap_or_else(|| panic!("an object: {value}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// A demo.orders row with `_fluss`, as in the README: `{"order_id":…,…,"_fluss":{…}}`.
+fn check_order_payload(raw: &str, payload: &Value) {
+    assert_key_order(
+        raw,
+        &[
+            "order_id",
+            "customer_id",
+            "item",
+            "amount",
+            "ordered_at",
+            "_fluss",
+            "bucket",
+            "partition",
+            "offset",
+            "timestamp",
+        ],
+    );
+    assert_eq!(
+        object_keys(payload),
+        BTreeSet::from([
+            "order_id",
+            "customer_id",
+            "item",
+            "amount",
+            "ordered_at",
+            "_fluss"
+        ])
+    );
+    assert!(payload["order_id"].is_i64(), "{payload}");
+    assert!(payload["amount"].is_string(), "DECIMAL as text: {payload}");
+    assert!(
+        payload["ordered_at"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "TIMESTAMP_LTZ in ISO 8601 UTC: {payload}"
+    );
+    assert!(payload["_fluss"]["partition"].is_null(), "{payload}");
+    assert!(payload["_fluss"]["offset"].is_i64(), "{payload}");
+}
+
+/// A Debezium event of demo.customers, as in the README.
+fn check_customer_payload(raw: &str, payload: &Value) {
+    assert_key_order(raw, &["op", "before", "after", "source", "ts_ms"]);
+    assert_eq!(
+        object_keys(payload),
+        BTreeSet::from(["op", "before", "after", "source", "ts_ms"])
+    );
+    let op = payload["op"].as_str().expect("op");
+    assert!(["c", "u", "d"].contains(&op), "{payload}");
+    let image = if op == "d" {
+        &payload["before"]
+    } else {
+        &payload["after"]
+    };
+    assert_eq!(
+        object_keys(image),
+        BTreeSet::from(["customer_id", "name", "tier"])
+    );
+    let source = &payload["source"];
+    assert_eq!(source["connector"], "fluss");
+    assert_eq!(source["db"], "demo");
+    assert_eq!(source["table"], "customers");
+    assert!(
+        source["offset"].is_i64() && source["bucket"].is_i64(),
+        "{payload}"
+    );
+}
+
+/// The README's message id layout: bits 127-126 = 01, 71-56 bucket, 55-0 offset.
+fn check_id(id: u128, bucket: i64, offset: i64) {
+    assert_eq!(id >> 126, 1, "id {id:#x}: top bits 01");
+    assert_eq!((id >> 56) & 0xffff, bucket as u128, "id {id:#x}: bucket");
+    assert_eq!(id & ((1 << 56) - 1), offset as u128, "id {id:#x}: offset");
+}
+
+/// Runner lines: `{"batch":…,"id":"…","headers":{…},"schema":"json","payload":{…}}`.
+fn check_runner_lines(stdout: &str) -> (usize, usize) {
+    let (mut orders, mut customers) = (0, 0);
+    for line in stdout.lines() {
+        let message: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("each stdout line is one JSON message ({e}): {line}"));
+        assert_key_order(line, &["batch", "id", "headers", "schema", "payload"]);
+        assert_eq!(message["schema"], "json", "{line}");
+        let headers = &message["headers"];
+        let id: u128 = message["id"]
+            .as_str()
+            .and_then(|id| id.parse().ok())
+            .unwrap_or_else(|| panic!("id is a decimal u128 string: {line}"));
+        let bucket = headers["fluss_bucket"].as_i64().expect("fluss_bucket");
+        let offset = headers["fluss_offset"].as_i64().expect("fluss_offset");
+        let raw_payload = &line[line.find("\"payload\":").expect("payload")..];
+        match headers["fluss_table"].as_str() {
+            Some("demo.orders") => {
+                assert_eq!(headers["fluss_change_type"], "+A", "{line}");
+                check_order_payload(raw_payload, &message["payload"]);
+                assert_eq!(message["payload"]["_fluss"]["offset"], offset, "{line}");
+                orders += 1;
+            }
+            Some("demo.customers") => {
+                check_customer_payload(raw_payload, &message["payload"]);
+                customers += 1;
+            }
+            other => panic!("unexpected fluss_table {other:?}: {line}"),
+        }
+        check_id(id, bucket, offset);
+    }
+    (orders, customers)
+}
+
+/// Lines read back from Iggy: `{"topic":…,"offset":…,"id":"0x…","payload":{…}}`.
+fn check_iggy_lines(stdout: &str) -> (usize, usize) {
+    let (mut orders, mut customers) = (0, 0);
+    for line in stdout.lines() {
+        let message: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("each stdout line is one JSON message ({e}): {line}"));
+        let id = message["id"]
+            .as_str()
+            .and_then(|id| id.strip_prefix("0x"))
+            .and_then(|hex| u128::from_str_radix(hex, 16).ok())
+            .unwrap_or_else(|| panic!("id is 0x + hex: {line}"));
+        let raw_payload = &line[line.find("\"payload\":").expect("payload")..];
+        let payload = &message["payload"];
+        match message["topic"].as_str() {
+            Some("orders") => {
+                check_order_payload(raw_payload, payload);
+                let fluss = &payload["_fluss"];
+                check_id(
+                    id,
+                    fluss["bucket"].as_i64().unwrap(),
+                    fluss["offset"].as_i64().unwrap(),
+                );
+                orders += 1;
+            }
+            Some("customers") => {
+                check_customer_payload(raw_payload, payload);
+                let source = &payload["source"];
+                check_id(
+                    id,
+                    source["bucket"].as_i64().unwrap(),
+                    source["offset"].as_i64().unwrap(),
+                );
+                customers += 1;
+            }
+            other => panic!("unexpected topic {other:?}: {line}"),
+        }
+    }
+    (orders, customers)
+}
+
+/// Running, not a zombie, and still the program we started (pids get reused).
+fn alive(pid: u32, program: &str) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    if matches!(state, Some("Z" | "X") | None) {
+        return false;
+    }
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(program))
+}
+
+/// Every process whose command line names `dir` (Fluss JVMs, runners, helpers).
+fn processes_naming(dir: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(dir) && alive(pid, "") {
+                found.push(format!("{pid}: {cmdline}"));
+            }
+        }
+    }
+    found
+}
+
+/// The run ended well and cleaned up: "stopped everything", its temporary directory gone, none
+/// of the processes it started still running.
+fn check_stopped_everything(run: &Run) {
+    let ws = &*WORKSPACE;
+    assert!(
+        run.success,
+        "the quickstart failed; its stderr:\n{}",
+        run.stderr
+    );
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert_eq!(
+        last, "quickstart: stopped everything",
+        "the last stderr line; stderr:\n{}",
+        run.stderr
+    );
+    let work = run
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("quickstart: working in "))
+        .unwrap_or_else(|| panic!("the quickstart names its directory:\n{}", run.stderr));
+    assert!(
+        Path::new(work).starts_with(&ws.tmp),
+        "{work} is under TMPDIR"
+    );
+    assert!(!Path::new(work).exists(), "{work} was removed");
+    let started: Vec<(u32, String)> = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("quickstart: started "))
+        .filter_map(|l| {
+            let (name, pid) = l.strip_suffix(')')?.rsplit_once(" (pid ")?;
+            let program = name.split_whitespace().next()?.to_owned();
+            Some((pid.parse().ok()?, program))
+        })
+        .collect();
+    assert!(
+        started.len() >= 3,
+        "the writer and two runners (or the Iggy programs) are announced: {started:?}"
+    );
+    let left: Vec<_> = started
+        .iter()
+        .filter(|(pid, program)| alive(*pid, program))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "still running after the quickstart: {left:?}"
+    );
+    let left = processes_naming(work);
+    assert!(
+        left.is_empty(),
+        "processes of {work} still running: {left:?}"
+    );
+    let rest: Vec<_> = std::fs::read_dir(&ws.tmp)
+        .expect("TMPDIR")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(rest.is_empty(), "left in TMPDIR: {rest:?}");
+}
+
+#[test]
+fn quickstart_builds_from_an_empty_target_streams_both_tables_and_stops_everything() {
+    let _serial = serial();
+    let run = &*FIRST_RUN;
+    eprintln!(
+        "clean-clone quickstart (cold build included) took {:?}",
+        run.took
+    );
+    check_stopped_everything(run);
+    let (orders, customers) = check_runner_lines(&run.stdout);
+    assert!(
+        orders >= MESSAGES && customers >= MESSAGES,
+        "at least {MESSAGES} messages of each table, got {orders} orders and {customers} customers:\n{}",
+        run.stdout
+    );
+    let clone = &WORKSPACE.clone;
+    for built in [
+        "target/debug/fluss-source-runner",
+        "target/debug/fluss-demo-writer",
+        "target/debug/libiggy_connector_fluss_source.so",
+    ] {
+        assert!(clone.join(built).exists(), "{built} built in the clone");
+    }
+}
+
+#[test]
+fn quickstart_again_with_a_relative_target_dir_and_through_iggy_when_iggy_bin_dir_is_set() {
+    let _serial = serial();
+    let ws = &*WORKSPACE;
+    assert!(FIRST_RUN.success, "the first quickstart run failed");
+    // A relative CARGO_TARGET_DIR is the clone's target under another name: the build is warm,
+    // and the binaries must be found through it.
+    let alias = ws.clone.join("target-alias");
+    if !alias.exists() {
+        std::os::unix::fs::symlink("target", &alias).expect("symlink");
+    }
+    let mut command = clean_command(&ws.clone.join("scripts/quickstart.sh").to_string_lossy());
+    command
+        .current_dir(&ws.root)
+        .env("CARGO_TARGET_DIR", "target-alias")
+        .env("QUICKSTART_MESSAGES", MESSAGES.to_string());
+    let iggy = std::env::var_os("IGGY_BIN_DIR").filter(|d| !d.is_empty());
+    match &iggy {
+        Some(dir) => {
+            command.env("IGGY_BIN_DIR", dir);
+        }
+        None => {
+            eprintln!("IGGY_BIN_DIR is not set: the Iggy mode is not exercised, the runner again");
+            command.env_remove("IGGY_BIN_DIR");
+        }
+    }
+    let run = run(command, QUICKSTART_DEADLINE, &ws.root);
+    eprintln!("second quickstart took {:?}", run.took);
+    check_stopped_everything(&run);
+    let expected_bin = format!("{}/debug", alias.display());
+    assert!(
+        run.stderr
+            .contains(&format!("quickstart: binaries in {expected_bin}")),
+        "CARGO_TARGET_DIR=target-alias resolves against the repo root to {expected_bin}:\n{}",
+        run.stderr
+    );
+    let (orders, customers) = if iggy.is_some() {
+        assert!(
+            run.stderr.contains("started iggy-server")
+                && run.stderr.contains("started iggy-connectors"),
+            "{}",
+            run.stderr
+        );
+        check_iggy_lines(&run.stdout)
+    } else {
+        check_runner_lines(&run.stdout)
+    };
+    assert!(
+        orders >= MESSAGES && customers >= MESSAGES,
+        "at least {MESSAGES} messages of each table, got {orders} orders and {customers} customers:\n{}",
+        run.stdout
+    );
+}
+
+/// README text with runs of whitespace (line breaks) folded to one space.
+fn readme() -> String {
+    let text = std::fs::read_to_string(WORKSPACE.clone.join("README.md")).expect("README.md");
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn the_readme_release_build_produces_the_library_with_its_five_symbols() {
+    let _serial = serial();
+    let readme = readme();
+    for text in [
+        "`cargo build --release -p iggy_connector_fluss_source`",
+        "`target/release/libiggy_connector_fluss_source.so`",
+    ] {
+        assert!(readme.contains(text), "the README shows {text}");
+    }
+    for symbol in README_SYMBOLS {
+        assert!(
+            readme.contains(&format!("`{symbol}`")),
+            "the README lists {symbol}"
+        );
+    }
+    let library = &*RELEASE_BUILD;
+    assert!(library.exists(), "{} built", library.display());
+    let mut expected = README_SYMBOLS.to_vec();
+    expected.sort_unstable();
+    let exported = fluss_source_runner::exported_iggy_symbols(library).expect("nm (binutils)");
+    assert_eq!(exported, expected, "exactly the README's five symbols");
+    let harness = fluss_source_runner::Harness::load(library.clone()).expect("load");
+    assert_eq!(harness.version(), env!("CARGO_PKG_VERSION"));
+}
+
+const ROWS: i64 = 30;
+
+/// The runner command as the README writes it, from the clone's root: `config.toml` names
+/// `target/release/libiggy_connector_fluss_source` and the table fluss.orders; the cluster
+/// address and a small batch size come from the documented environment overrides.
+fn readme_runner(bootstrap: &str, options: &[&str]) -> Run {
+    let mut command = clean_command("target/debug/fluss-source-runner");
+    command
+        .args(["--connector", "config.toml"])
+        .args(options)
+        .env(
+            "IGGY_CONNECTORS_SOURCE_FLUSS_PLUGIN_CONFIG_BOOTSTRAP_SERVERS",
+            bootstrap,
+        )
+        .env("IGGY_CONNECTORS_SOURCE_FLUSS_PLUGIN_CONFIG_BATCH_SIZE", "5");
+    let run = run(command, Duration::from_secs(300), &WORKSPACE.clone);
+    assert!(run.success, "the runner failed:\n{}", run.stderr);
+    run
+}
+
+fn delivered_ids(lines: &str) -> Vec<i64> {
+    lines
+        .lines()
+        .map(|line| {
+            let message: Value = serde_json::from_str(line).expect("one JSON message per line");
+            assert_eq!(message["headers"]["fluss_table"], "fluss.orders", "{line}");
+            message["payload"]["id"].as_i64().expect("payload id")
+        })
+        .collect()
+}
+
+#[test]
+fn the_readme_runner_command_with_every_option() {
+    let _serial = serial();
+    let readme = readme();
+    let documented = "`target/debug/fluss-source-runner --connector config.toml [--state FILE] [--output FILE] [--nack-every N] [--max-messages N] [--idle-exit 5s]`";
+    assert!(readme.contains(documented), "the README shows {documented}");
+    assert!(FIRST_RUN.success, "the quickstart built target/debug");
+    assert!(RELEASE_BUILD.exists(), "the release build made the library");
+
+    let cluster = fluss_testkit::Cluster::start(fluss_testkit::ClusterOptions::default());
+    let tokio = tokio::runtime::Runtime::new().expect("tokio");
+    tokio.block_on(async {
+        let (connection, admin) = cluster.admin().await;
+        let table = fluss::metadata::TablePath::new("fluss", "orders");
+        fluss_testkit::tables::create_log_table(
+            &admin,
+            &table,
+            fluss_testkit::tables::sample_log_schema(),
+            3,
+        )
+        .await;
+        fluss_testkit::write::append_rows(
+            &connection,
+            &table,
+            (1..=ROWS).map(fluss_testkit::tables::sample_row),
+        )
+        .await;
+    });
+    let scratch = WORKSPACE.root.join("runner");
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    let state = scratch.join("orders.state");
+    let (state, one, two) = (
+        state.to_str().unwrap(),
+        scratch.join("one.jsonl"),
+        scratch.join("two.jsonl"),
+    );
+
+    // Every option: stop after 20 messages, every second batch Nacked and delivered again.
+    let first = readme_runner(
+        cluster.bootstrap(),
+        &[
+            "--state",
+            state,
+            "--output",
+            one.to_str().unwrap(),
+            "--nack-every",
+            "2",
+            "--max-messages",
+            "20",
+            "--idle-exit",
+            "5s",
+        ],
+    );
+    let one = std::fs::read_to_string(&one).expect("--output file");
+    let first_ids = delivered_ids(&one);
+    assert!(
+        (20..25).contains(&first_ids.len()),
+        "--max-messages 20 stops after the batch (at most 5) reaching 20: {first_ids:?}"
+    );
+    assert!(
+        first.stderr.contains("stopped (MaxMessages)") && !first.stderr.contains(" 0 nacked"),
+        "stopped by --max-messages, with Nacks:\n{}",
+        first.stderr
+    );
+    assert!(Path::new(state).exists(), "--state {state} written");
+
+    // Resumes from --state, stops after 5 s without data.
+    let second = readme_runner(
+        cluster.bootstrap(),
+        &[
+            "--state",
+            state,
+            "--output",
+            two.to_str().unwrap(),
+            "--idle-exit",
+            "5s",
+        ],
+    );
+    assert!(second.stderr.contains("stopped (Idle"), "{}", second.stderr);
+    let two = std::fs::read_to_string(&two).expect("--output file");
+    let mut all: Vec<i64> = first_ids.into_iter().chain(delivered_ids(&two)).collect();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (1..=ROWS).collect::<Vec<_>>(),
+        "each row exactly once across the stop and the restart from --state"
+    );
+
+    // Only the required option and --idle-exit: state in local_state/, lines on stdout.
+    let third = readme_runner(cluster.bootstrap(), &["--idle-exit", "5s"]);
+    let mut ids = delivered_ids(&third.stdout);
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        (1..=ROWS).collect::<Vec<_>>(),
+        "a fresh state reads all"
+    );
+    assert!(
+        WORKSPACE
+            .clone
+            .join("local_state/source_fluss.state")
+            .exists(),
+        "the default state file"
+    );
+}
