@@ -15,7 +15,8 @@
 //! order is the column order, decimals are the exact digits). Handed over as messages, each
 //! row is one message with the same object (plus `_fluss` when asked for).
 //!
-//! Cases per property: `PROPTEST_CASES`, default 1,024 (about 2 s in a debug build).
+//! Cases per property: `PROPTEST_CASES`, default 1,024 (3-7 s in a debug build on the
+//! shared 2-core box).
 
 mod arrow_cases;
 
