@@ -164,10 +164,43 @@ free_port() {
       ss -Htan "( sport = :$p )" 2>/dev/null | grep -q . && continue
     fi
     port_open "$p" && continue
+    reserve_port "$dir" "$p" || continue
     echo "$p"
     return 0
   done
   die "no free port found on 127.0.0.1"
+}
+
+# Ports are reserved machine-wide (one directory per port, naming its cluster) until the
+# cluster is stopped: a port that is free only because its server is restarting (a
+# coordinator or tablet restart) must not be picked by another cluster starting meanwhile.
+PORT_REGISTRY=${FLUSS_PORT_REGISTRY:-${TMPDIR:-/tmp}/fluss-cluster-ports}
+
+reserve_port() {
+  local dir=$1 p=$2 owner
+  mkdir -p "$PORT_REGISTRY"
+  if mkdir "$PORT_REGISTRY/$p" 2>/dev/null; then
+    echo "$dir" >"$PORT_REGISTRY/$p/owner"
+    return 0
+  fi
+  owner=$(cat "$PORT_REGISTRY/$p/owner" 2>/dev/null || true)
+  # A reservation whose cluster directory is gone is stale: take it over.
+  if [[ -n $owner && ! -d $owner/pids ]]; then
+    echo "$dir" >"$PORT_REGISTRY/$p/owner"
+    return 0
+  fi
+  return 1
+}
+
+release_ports() {
+  local dir=$1 f p
+  for f in "$dir"/ports/*; do
+    [[ -e $f ]] || continue
+    p=$(cat "$f")
+    if [[ -n $p && "$(cat "$PORT_REGISTRY/$p/owner" 2>/dev/null || true)" == "$dir" ]]; then
+      rm -rf "${PORT_REGISTRY:?}/$p"
+    fi
+  done
 }
 
 # Wait until NAME's port accepts connections; fail early if the process died.
@@ -453,7 +486,7 @@ stop() {
   ((${#pids[@]} == 0)) || wait "${pids[@]}"
   stop_pid "$dir" coordinator
   stop_pid "$dir" zookeeper
-  ((keep)) || rm -rf "$dir"
+  ((keep)) || { release_ports "$dir"; rm -rf "$dir"; }
 }
 
 status() {

@@ -68,8 +68,11 @@ async fn grant(admin: &FlussAdmin, path: &TablePath) {
         .create_acls(vec![acl(path, OperationType::Read)])
         .await
         .expect("create_acls");
+    // fluss-rs fills `error` from the response even when its code is 0 (none).
     assert!(
-        results.iter().all(|r| r.error.is_none()),
+        results
+            .iter()
+            .all(|r| r.error.as_ref().is_none_or(|e| e.code == 0)),
         "create_acls: {results:?}"
     );
 }
@@ -119,7 +122,16 @@ fn acls_decide_open_and_streaming() {
     let lines = errors_with(&format!("plugin {id}:"), 0);
     eprintln!("authorization: open without READ: code {code}, ERROR lines {lines:#?}");
     assert_ne!(code, 0, "open without READ must fail");
-    assert_eq!(lines.len(), 1, "one ERROR line: {lines:#?}");
+    // Today's line: it names the user, the table and the permission the server checked
+    // (DESCRIBE, which READ implies), but not how to grant it (see the issue #17 report).
+    assert_eq!(
+        lines,
+        vec![format!(
+            "plugin {id}: open failed: Fluss get_table_info failed: Principal FlussPrincipal{{name='alice', type='User'}} have no authorization to operate DESCRIBE on resource Resource{{type=TABLE, name='{}.{table}'}} (error code 48)",
+            tables::TEST_DATABASE
+        )],
+        "one ERROR line"
+    );
     assert_eq!(
         harness().call_close(id),
         -1,

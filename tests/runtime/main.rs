@@ -7,6 +7,7 @@
 mod arrow_ipc;
 mod debezium;
 mod fixture;
+mod iggy_outage;
 mod key_order;
 mod log_json;
 mod nack_storm;

@@ -1,0 +1,80 @@
+//! The Iggy server stopped for 30 s while the runtime streams a growing log table, then
+//! started again on the same data dir and port, with no restart of `iggy-connectors`: every
+//! row arrives, in bucket order per message id; the runtime's and the plugin's lines about
+//! the outage are printed.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use fluss_testkit::iggy::Stop;
+use fluss_testkit::tables::{sample_log_schema, sample_row};
+use serde_json::json;
+
+use crate::fixture::{
+    append, assert_ids, bucket, connector, create_table, lines_with, offset, World,
+};
+
+const ROWS: i64 = 6000;
+const TOPIC: &str = "orders_outage";
+const KEY: &str = "fluss_outage";
+/// How long the server stays down: the point of the test, not a wait for a condition.
+const OUTAGE: Duration = Duration::from_secs(30);
+
+#[test]
+fn rows_written_during_a_30_s_iggy_outage_all_arrive() {
+    let mut world = World::new("iggy_outage");
+    let (table, table_id) = create_table("rt_outage", sample_log_schema(), 3);
+    append(&table, (0..ROWS / 3).map(sample_row));
+    let mut runtime = world.runtime(&[connector(KEY, &table, TOPIC, "json", json!({}))]);
+    world.wait_for(TOPIC, "the first rows", |m| m.len() >= 1000);
+
+    let status = world.server.stop();
+    assert!(status.is_some(), "the Iggy server was running");
+    let down = Instant::now();
+    // Rows written while Iggy is down.
+    append(&table, (ROWS / 3..2 * ROWS / 3).map(sample_row));
+    std::thread::sleep(OUTAGE.saturating_sub(down.elapsed()));
+    world.server.restart();
+    append(&table, (2 * ROWS / 3..ROWS).map(sample_row));
+
+    let distinct = |messages: &[fluss_testkit::iggy::Message]| {
+        messages
+            .iter()
+            .map(|m| (bucket(m), offset(m)))
+            .collect::<BTreeSet<_>>()
+            .len()
+    };
+    let messages = world.wait_for(
+        TOPIC,
+        &format!("{ROWS} distinct rows after the outage"),
+        |m| distinct(m) >= ROWS as usize,
+    );
+    runtime.stop(Stop::Interrupt);
+    let log = runtime.log();
+    assert_ids(&messages, table_id);
+    // Within each bucket the topic holds offsets in order; repeats only go back to where the
+    // plugin rewound after a Nack.
+    let mut highest = std::collections::HashMap::new();
+    let mut rewinds = 0;
+    for m in &messages {
+        let previous = highest.insert(bucket(m), offset(m));
+        if previous.is_some_and(|p| offset(m) <= p) {
+            rewinds += 1;
+        }
+    }
+    let nack = lines_with(&log, "Nack");
+    let failed = lines_with(&log, "ailed");
+    eprintln!(
+        "iggy_outage: {} messages for {ROWS} rows ({} repeats, {rewinds} offsets not above their bucket's last); runtime log: {} lines with 'Nack', {} with 'failed': {:#?}",
+        messages.len(),
+        messages.len() - distinct(&messages),
+        nack.len(),
+        failed.len(),
+        failed.iter().take(10).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        distinct(&messages),
+        ROWS as usize,
+        "every row, once at least"
+    );
+}
