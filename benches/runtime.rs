@@ -1,0 +1,874 @@
+//! Throughput where users run the plugin: a real `iggy-server` and the `iggy-connectors`
+//! runtime loading the release build of the plugin, against a real local Fluss cluster.
+//!
+//! Each shape runs in a fresh server and runtime of its own, then its ceiling: the SDK's test
+//! source (`sdk/test_source`) emitting as many messages of the same payload (a real message's
+//! JSON text, or its size for raw payloads) and the same header kinds and sizes, with the same
+//! batch and stream settings. The ratio to the ceiling is the plugin's share of what the
+//! runtime can move with that message shape. Shapes:
+//! - `json`: a log table in JSON mode, defaults (`batch_size` 1000, stream `schema = "json"`);
+//! - `json_raw`: `payload_schema = "raw"` and `headers = "none"`, stream `schema = "raw"`;
+//! - `json_5000`: `batch_size = 5000` and the stream's `batch_length = 5000`;
+//! - `debezium`: a primary-key table's changelog as Debezium events;
+//! - `ipc`: Arrow IPC (stream `schema = "raw"`), also against the bare fluss-rs batch scanner.
+//!
+//! Rows/s count from the first message to the last landing in the topic (the server's
+//! timestamps of offset 0 and of the last offset; one partition), so the runtime's start and
+//! the plugin's open are left out. Peak RSS is the `iggy-connectors` process's VmHWM.
+//!
+//! Run (the bench loads `target/release/libiggy_connector_fluss_source.so` and
+//! `libiggy_test_source.so`; the Iggy binaries come from `IGGY_BIN_DIR`):
+//! ```sh
+//! cargo build --release -p iggy_connector_fluss_source -p iggy_test_source
+//! IGGY_BIN_DIR=/tmp/iggybin E2E_REPEAT=3 cargo bench --bench runtime
+//! ```
+//! `E2E_ROWS` (log table, default 1,000,000), `E2E_PK_ROWS` (default 500,000), `E2E_REPEAT`
+//! (rounds, default 3; each figure is the median over rounds), `RUNTIME_SHAPES` (a comma list
+//! of the shapes above), `RUNTIME_PERF=DIR` (`perf record -g` of the runtime during each
+//! plugin run, into DIR), `RUNTIME_SWEEP=N` (instead of the shapes: the test source alone
+//! with N messages per variant of header set, payload size and batching), `FLUSS_BOOTSTRAP`
+//! (a running cluster instead of a fresh one).
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fluss::client::{FlussConnection, EARLIEST_OFFSET};
+use fluss::config::Config;
+use fluss::metadata::{TableDescriptor, TablePath};
+use fluss_testkit::fluss;
+use fluss_testkit::iggy::{
+    parse_messages, ConnectorsRuntime, HeaderValue, IggyServer, Message, SourceConnector, Stop,
+};
+use fluss_testkit::{tables, Cluster, ClusterOptions};
+use serde_json::{json, Value};
+
+const LOAD_BATCH: usize = 20_000;
+const STREAM: &str = "bench";
+const TOPIC: &str = "rows";
+/// Longest wait for one run to deliver everything.
+const RUN_TIMEOUT: Duration = Duration::from_secs(900);
+/// An Arrow IPC run is complete when the topic's count stays the same this long.
+const SETTLED: Duration = Duration::from_secs(3);
+/// The plugin's default `max_batch_bytes`: the ceiling of Arrow IPC batches as many messages.
+const MAX_BATCH_BYTES: usize = 8 << 20;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+async fn load(cluster: &Cluster, rows: usize, pk_rows: usize) -> (TablePath, TablePath) {
+    let conn = FlussConnection::new(cluster.config())
+        .await
+        .expect("connect");
+    let admin = conn.get_admin().expect("admin");
+    let log = tables::unique_table("rt_log");
+    tables::create_log_table(&admin, &log, common::mixed_schema(), 3).await;
+    let started = Instant::now();
+    let table = conn.get_table(&log).await.expect("table");
+    let writer = table
+        .new_append()
+        .and_then(|a| a.create_writer())
+        .expect("writer");
+    let mut at = 0;
+    while at < rows {
+        let n = LOAD_BATCH.min(rows - at);
+        drop(
+            writer
+                .append_arrow_batch(common::mixed_batch(at as i64, n))
+                .expect("append"),
+        );
+        at += n;
+    }
+    writer.flush().await.expect("flush");
+    eprintln!(
+        "runtime bench: loaded {rows} log rows into {log} in {:.1?}",
+        started.elapsed()
+    );
+    let pk = tables::unique_table("rt_pk");
+    let descriptor = TableDescriptor::builder()
+        .schema(tables::sample_pk_schema())
+        .distributed_by(Some(3), vec!["id".to_string()])
+        .build()
+        .expect("pk descriptor");
+    tables::create_table(&admin, &pk, &descriptor).await;
+    let started = Instant::now();
+    fluss_testkit::write::upsert_rows(&conn, &pk, (0..pk_rows as i64).map(tables::sample_row))
+        .await;
+    eprintln!(
+        "runtime bench: loaded {pk_rows} primary-key rows in {:.1?}",
+        started.elapsed()
+    );
+    (log, pk)
+}
+
+/// The bare fluss-rs batch scanner over the whole log table: rows/s from its first non-empty
+/// poll to the last row (the same span the runtime figures use).
+async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> f64 {
+    let conn = FlussConnection::new(Config {
+        bootstrap_servers: bootstrap.to_owned(),
+        ..Config::default()
+    })
+    .await
+    .expect("connect");
+    let info = conn
+        .get_admin()
+        .expect("admin")
+        .get_table_info(path)
+        .await
+        .expect("table");
+    let offsets: HashMap<i32, i64> = (0..info.get_num_buckets())
+        .map(|b| (b, EARLIEST_OFFSET))
+        .collect();
+    let table = conn.get_table(path).await.expect("table");
+    let scanner = table
+        .new_scan()
+        .create_record_batch_log_scanner()
+        .expect("scanner");
+    let subscribed = Instant::now();
+    scanner
+        .subscribe_buckets(&offsets)
+        .await
+        .expect("subscribe");
+    let mut seen = 0;
+    let mut first: Option<(Instant, usize)> = None;
+    while seen < rows {
+        for batch in scanner
+            .poll(Duration::from_millis(500))
+            .await
+            .expect("poll")
+        {
+            seen += batch.num_records();
+            first.get_or_insert((Instant::now(), seen));
+        }
+    }
+    let (at, first_rows) = first.expect("rows arrived");
+    let rate = (seen - first_rows) as f64 / at.elapsed().as_secs_f64();
+    eprintln!(
+        "bare batch scanner: {seen} rows, first poll {first_rows}, from subscribe {:.0} rows/s",
+        seen as f64 / subscribed.elapsed().as_secs_f64()
+    );
+    rate
+}
+
+/// The libraries under `target/release/`, next to this bench binary's `deps/`.
+fn library(name: &str) -> PathBuf {
+    let lib = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join(name)))
+        .expect("target directory");
+    assert!(
+        lib.exists(),
+        "{} is missing; run `cargo build --release -p iggy_connector_fluss_source -p iggy_test_source`",
+        lib.display()
+    );
+    lib
+}
+
+/// What one source delivers and how the stream is set up.
+#[derive(Clone)]
+struct Run {
+    label: String,
+    library: PathBuf,
+    plugin_config: Value,
+    stream_schema: &'static str,
+    batch_length: Option<u32>,
+    linger_time: Option<String>,
+    /// Messages to wait for; `None`: until the count settles (Arrow IPC).
+    messages: Option<u64>,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug)]
+struct Outcome {
+    messages: u64,
+    /// Seconds from the first message's server timestamp to the last's.
+    span: f64,
+    /// Seconds from starting the runtime to seeing the last message.
+    wall: f64,
+    rss_kib: u64,
+    first: Message,
+    /// Rows in the first message (they landed at the span's start, so are not counted).
+    first_rows: u64,
+    /// Rows in all messages (the `fluss_row_count` headers for Arrow IPC, else `messages`).
+    rows: u64,
+    payload_bytes: u64,
+}
+
+impl Outcome {
+    /// Rows per second over the span.
+    fn rate(&self) -> f64 {
+        (self.rows - self.first_rows) as f64 / self.span.max(1e-6)
+    }
+}
+
+fn row_count(m: &Message) -> Option<u64> {
+    m.headers
+        .get("fluss_row_count")
+        .and_then(HeaderValue::as_i64)
+        .map(|n| n as u64)
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn message_at(server: &IggyServer, dir: &Path, offset: u64, count: u64) -> Vec<Message> {
+    let file = dir.join(format!("poll-{offset}.bin"));
+    server
+        .cli(&[
+            "message",
+            "poll",
+            "--offset",
+            &offset.to_string(),
+            "-m",
+            &count.to_string(),
+            "--output-file",
+            &file.to_string_lossy(),
+            STREAM,
+            TOPIC,
+            "0",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bytes = std::fs::read(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    parse_messages(&bytes).unwrap_or_else(|e| panic!("messages at {offset}: {e}"))
+}
+
+/// Starts a perf recording of `pid` into `out` (ended with SIGINT by [`stop_perf`]).
+fn start_perf(pid: u32, out: &Path) -> Option<Child> {
+    Command::new("perf")
+        .args(["record", "-g", "-F", "499", "-p", &pid.to_string(), "-o"])
+        .arg(out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()
+}
+
+fn stop_perf(perf: Option<Child>) {
+    if let Some(mut perf) = perf {
+        // perf writes its file on SIGINT; our own child, not reaped yet, so its pid is ours.
+        let _ = Command::new("kill")
+            .args(["-INT", &perf.id().to_string()])
+            .status();
+        let _ = perf.wait();
+    }
+}
+
+/// One run in a server and runtime of its own (its data dir removed afterwards).
+fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
+    let dir = base.join(&run.label);
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut server = IggyServer::start(&dir);
+    let mut connector = SourceConnector::new(
+        "bench",
+        &run.library,
+        STREAM,
+        TOPIC,
+        run.stream_schema,
+        run.plugin_config.clone(),
+    );
+    connector.batch_length = run.batch_length;
+    connector.linger_time = run.linger_time.clone();
+    let started = Instant::now();
+    let mut runtime = ConnectorsRuntime::start(&server, &dir.join("runtime"), &[connector]);
+    let pid = runtime.pid().expect("runtime pid");
+    let perf = perf_dir.and_then(|d| start_perf(pid, &d.join(format!("{}.data", run.label))));
+    let mut last = (0u64, Instant::now());
+    let messages = loop {
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(
+            runtime.is_running(),
+            "{}: iggy-connectors exited; see {}",
+            run.label,
+            runtime.log_path().display()
+        );
+        let count = server.topic(STREAM, TOPIC).map_or(0, |t| t.messages);
+        if count != last.0 {
+            last = (count, Instant::now());
+        }
+        match run.messages {
+            Some(n) if count >= n => break count,
+            None if count > 0 && last.1.elapsed() >= SETTLED => break count,
+            _ => {}
+        }
+        assert!(
+            started.elapsed() < RUN_TIMEOUT,
+            "{}: {count} messages after {RUN_TIMEOUT:?}; see {}",
+            run.label,
+            runtime.log_path().display()
+        );
+    };
+    let wall = match run.messages {
+        Some(_) => started.elapsed(),
+        None => last.1 - started,
+    }
+    .as_secs_f64();
+    let rss_kib = peak_rss_kib(pid);
+    stop_perf(perf);
+    runtime.stop(Stop::Kill);
+    let first = message_at(&server, &dir, 0, 1).remove(0);
+    let last_message = message_at(&server, &dir, messages - 1, 1).remove(0);
+    let counted = run.messages.is_none();
+    let mut first_rows = if counted {
+        row_count(&first).expect("an Arrow IPC message has fluss_row_count")
+    } else {
+        1
+    };
+    let (rows, payload_bytes) = if counted {
+        // Arrow IPC: every message, for its row count and size.
+        let mut rows = 0;
+        let mut bytes = 0;
+        let mut offset = 0;
+        while offset < messages {
+            let chunk = message_at(&server, &dir, offset, 100);
+            assert!(
+                !chunk.is_empty(),
+                "{}: nothing at offset {offset}",
+                run.label
+            );
+            for m in &chunk {
+                rows += row_count(m).unwrap_or(0);
+                if m.timestamp == first.timestamp && m.offset > 0 {
+                    // Landed with the first message (one send): outside the span as well.
+                    first_rows += row_count(m).unwrap_or(0);
+                }
+                bytes += m.payload.len() as u64;
+            }
+            offset += chunk.len() as u64;
+        }
+        (rows, bytes)
+    } else {
+        (messages, first.payload.len() as u64 * messages)
+    };
+    let span = last_message.timestamp.saturating_sub(first.timestamp) as f64 / 1e6;
+    server.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    Outcome {
+        messages,
+        span,
+        wall,
+        rss_kib,
+        first,
+        first_rows,
+        rows,
+        payload_bytes,
+    }
+}
+
+/// The test source's `headers` list with the kinds and sizes of `m`'s headers.
+fn header_spec(m: &Message) -> Value {
+    let specs: Vec<Value> = m
+        .headers
+        .iter()
+        .map(|(name, value)| match value {
+            HeaderValue::String(s) => json!({"name": name, "kind": "string", "size": s.len()}),
+            HeaderValue::Raw(r) => json!({"name": name, "kind": "raw", "size": r.len()}),
+            HeaderValue::Int32(_) => json!({"name": name, "kind": "int32"}),
+            HeaderValue::Int64(_) => json!({"name": name, "kind": "int64"}),
+            HeaderValue::Uint64(_) => json!({"name": name, "kind": "uint64"}),
+            HeaderValue::Bool(_) => json!({"name": name, "kind": "bool"}),
+            other => panic!("header {name}: no test-source kind for {other:?}"),
+        })
+        .collect();
+    if specs.is_empty() {
+        json!("none")
+    } else {
+        Value::Array(specs)
+    }
+}
+
+/// One message shape: the plugin's run, and how its ceiling is built from what it delivered.
+struct ShapeSpec {
+    name: &'static str,
+    pk: bool,
+    plugin: Value,
+    stream_schema: &'static str,
+    batch_length: Option<u32>,
+    /// The ceiling's batch size (`None`: from the plugin's message size, Arrow IPC).
+    batch: Option<u64>,
+    /// The ceiling sends the plugin's first payload text (JSON streams) or only its size.
+    literal_payload: bool,
+}
+
+fn shapes() -> Vec<ShapeSpec> {
+    vec![
+        ShapeSpec {
+            name: "json",
+            pk: false,
+            plugin: json!({}),
+            stream_schema: "json",
+            batch_length: None,
+            batch: Some(1000),
+            literal_payload: true,
+        },
+        ShapeSpec {
+            name: "json_raw",
+            pk: false,
+            plugin: json!({"payload_schema": "raw", "headers": "none"}),
+            stream_schema: "raw",
+            batch_length: None,
+            batch: Some(1000),
+            literal_payload: false,
+        },
+        ShapeSpec {
+            name: "json_5000",
+            pk: false,
+            plugin: json!({"batch_size": 5000}),
+            stream_schema: "json",
+            batch_length: Some(5000),
+            batch: Some(5000),
+            literal_payload: true,
+        },
+        ShapeSpec {
+            name: "debezium",
+            pk: true,
+            plugin: json!({"changelog_format": "debezium"}),
+            stream_schema: "json",
+            batch_length: None,
+            batch: Some(1000),
+            literal_payload: true,
+        },
+        ShapeSpec {
+            name: "ipc",
+            pk: false,
+            plugin: json!({"payload_format": "arrow_ipc"}),
+            stream_schema: "raw",
+            batch_length: None,
+            batch: None,
+            literal_payload: false,
+        },
+    ]
+}
+
+fn ceiling_run(shape: &ShapeSpec, plugin: &Outcome, test_source: &Path) -> Run {
+    let avg_payload = (plugin.payload_bytes / plugin.messages.max(1)) as usize;
+    let batch = shape
+        .batch
+        .unwrap_or_else(|| (MAX_BATCH_BYTES / avg_payload.max(1)).max(1) as u64);
+    let mut config = json!({
+        "total": plugin.messages,
+        "batch": batch,
+        "poll_ahead": true,
+        "headers": header_spec(&plugin.first),
+        "schema": if shape.stream_schema == "raw" { "raw" } else { "json" },
+    });
+    let object = config.as_object_mut().expect("object");
+    if shape.literal_payload {
+        let text = String::from_utf8(plugin.first.payload.clone()).expect("JSON payload");
+        object.insert("payload".into(), Value::String(text));
+    } else {
+        object.insert("payload_size".into(), json!(avg_payload));
+    }
+    Run {
+        label: format!("{}_ceiling", shape.name),
+        library: test_source.to_owned(),
+        plugin_config: config,
+        stream_schema: shape.stream_schema,
+        batch_length: shape.batch_length,
+        linger_time: None,
+        messages: Some(plugin.messages),
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn fmt_rate(rate: f64) -> String {
+    if rate >= 1e6 {
+        format!("{:.2} M", rate / 1e6)
+    } else {
+        format!("{:.0} K", rate / 1e3)
+    }
+}
+
+fn main() {
+    let base = std::env::temp_dir().join(format!("fluss-runtime-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&base).expect("bench dir");
+    let test_source = library("libiggy_test_source.so");
+    if let Ok(sweep) = std::env::var("RUNTIME_SWEEP") {
+        let total = sweep.replace('_', "").parse().unwrap_or(500_000);
+        run_sweep(
+            &base,
+            &test_source,
+            total,
+            env_usize("E2E_REPEAT", 3).max(1),
+        );
+        let _ = std::fs::remove_dir_all(&base);
+        return;
+    }
+    let plugin = library("libiggy_connector_fluss_source.so");
+    let rows = env_usize("E2E_ROWS", 1_000_000);
+    let pk_rows = env_usize("E2E_PK_ROWS", 500_000);
+    let repeat = env_usize("E2E_REPEAT", 3).max(1);
+    let selected: Option<Vec<String>> = std::env::var("RUNTIME_SHAPES")
+        .ok()
+        .map(|s| s.split(',').map(|s| s.trim().to_owned()).collect());
+    let shapes: Vec<ShapeSpec> = shapes()
+        .into_iter()
+        .filter(|s| {
+            selected
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|n| n == s.name))
+        })
+        .collect();
+    let perf_dir = std::env::var_os("RUNTIME_PERF").map(PathBuf::from);
+    if let Some(dir) = &perf_dir {
+        std::fs::create_dir_all(dir).expect("perf dir");
+    }
+    let cluster = match std::env::var("FLUSS_BOOTSTRAP") {
+        Ok(_) => Cluster::shared(),
+        Err(_) => Box::leak(Box::new(Cluster::start(ClusterOptions::default()))),
+    };
+    let (log, pk) = tokio_runtime().block_on(load(cluster, rows, pk_rows));
+
+    // Per shape: (plugin, ceiling) outcomes per round; bare scanner rates per round.
+    let mut results: BTreeMap<&str, Vec<(Outcome, Outcome)>> = BTreeMap::new();
+    let mut bare = Vec::new();
+    for round in 0..repeat {
+        for shape in &shapes {
+            let table = if shape.pk { &pk } else { &log };
+            let mut config = json!({
+                "bootstrap_servers": cluster.bootstrap(),
+                "database": tables::TEST_DATABASE,
+                "table": table.table(),
+            });
+            let object = config.as_object_mut().expect("object");
+            object.extend(shape.plugin.as_object().expect("object").clone());
+            let expected = if shape.pk { pk_rows } else { rows } as u64;
+            let run = Run {
+                label: format!("{}_r{round}", shape.name),
+                library: plugin.clone(),
+                plugin_config: config,
+                stream_schema: shape.stream_schema,
+                batch_length: shape.batch_length,
+                linger_time: None,
+                messages: (shape.name != "ipc").then_some(expected),
+            };
+            let ours = measure(&base, &run, perf_dir.as_deref());
+            assert_eq!(ours.rows, expected, "{}: rows delivered", run.label);
+            let mut ceiling = ceiling_run(shape, &ours, &test_source);
+            ceiling.label = format!("{}_r{round}", ceiling.label);
+            let theirs = measure(&base, &ceiling, None);
+            eprintln!(
+                "round {round} {:<10} {:>9}/s ({:.2} s, wall {:.2} s, {} msgs, RSS {:.1} MiB); ceiling {:>9}/s ({:.2} s, RSS {:.1} MiB)",
+                shape.name,
+                fmt_rate(ours.rate()),
+                ours.span,
+                ours.wall,
+                ours.messages,
+                ours.rss_kib as f64 / 1024.0,
+                fmt_rate(theirs.rate() * ours.rows as f64 / ours.messages as f64),
+                theirs.span,
+                theirs.rss_kib as f64 / 1024.0,
+            );
+            results.entry(shape.name).or_default().push((ours, theirs));
+            if shape.name == "ipc" {
+                let rate = tokio_runtime().block_on(bare_scanner(cluster.bootstrap(), &log, rows));
+                eprintln!("round {round} bare batch scanner {}/s", fmt_rate(rate));
+                bare.push(rate);
+            }
+        }
+    }
+
+    println!("\n{repeat} rounds, medians; rows/s from the first message to the last in the topic");
+    println!(
+        "{:<10} {:>9} {:>10} {:>12} {:>8} {:>10} {:>12} {:>10}",
+        "shape", "messages", "rows/s", "ceiling", "ratio", "bytes/msg", "RSS", "ceil RSS"
+    );
+    for shape in &shapes {
+        let Some(runs) = results.get(shape.name) else {
+            continue;
+        };
+        // The ceiling as rows/s: its messages/s times the plugin's rows per message.
+        let per_msg = |o: &Outcome| o.rows as f64 / o.messages as f64;
+        let ours = median(runs.iter().map(|(o, _)| o.rate()).collect());
+        let ceiling = median(runs.iter().map(|(o, c)| c.rate() * per_msg(o)).collect());
+        let ratio = median(
+            runs.iter()
+                .map(|(o, c)| o.rate() / (c.rate() * per_msg(o)))
+                .collect(),
+        );
+        let rss = median(runs.iter().map(|(o, _)| o.rss_kib as f64).collect()) / 1024.0;
+        let rss_high = runs.iter().map(|(o, _)| o.rss_kib).max().unwrap_or(0) as f64 / 1024.0;
+        let ceiling_rss = median(runs.iter().map(|(_, c)| c.rss_kib as f64).collect()) / 1024.0;
+        let o = &runs[0].0;
+        println!(
+            "{:<10} {:>9} {:>10} {:>12} {:>7.2}x {:>10} {:>5.1} ({:.1}) {:>7.1} MiB",
+            shape.name,
+            o.messages,
+            fmt_rate(ours),
+            fmt_rate(ceiling),
+            ratio,
+            o.payload_bytes / o.messages,
+            rss,
+            rss_high,
+            ceiling_rss,
+        );
+        println!(
+            "           per round: {}",
+            runs.iter()
+                .map(|(o, c)| format!(
+                    "{} / {} = {:.2}",
+                    fmt_rate(o.rate()),
+                    fmt_rate(c.rate() * per_msg(o)),
+                    o.rate() / (c.rate() * per_msg(o))
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        if shape.name == "ipc" && !bare.is_empty() {
+            let bare_rate = median(bare.clone());
+            let vs_bare = median(
+                runs.iter()
+                    .zip(&bare)
+                    .map(|((o, _), b)| o.rate() / b)
+                    .collect(),
+            );
+            println!(
+                "           bare batch scanner {}/s; ipc through the runtime = {vs_bare:.2}x bare (per round: {})",
+                fmt_rate(bare_rate),
+                bare.iter()
+                    .map(|b| fmt_rate(*b))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    println!("(ratio: to the test source with the same payloads, headers and batching; RSS: iggy-connectors peak, median (highest))");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// The test source alone through the runtime, one variant of the message shape at a time:
+/// header sets, payload size, declared schema, `batch` and the stream's batching.
+fn run_sweep(base: &Path, test_source: &Path, total: u64, repeat: usize) {
+    let table = json!({"name": "fluss_table", "kind": "string", "size": 32});
+    let bucket = json!({"name": "fluss_bucket", "kind": "int32"});
+    let offset = json!({"name": "fluss_offset", "kind": "int64"});
+    let timestamp = json!({"name": "fluss_timestamp", "kind": "int64"});
+    let change = json!({"name": "fluss_change_type", "kind": "string", "size": 2});
+    let five = json!([table, bucket, offset, timestamp, change]);
+    let strings5 = json!([
+        {"name": "fluss_table", "kind": "string", "size": 32},
+        {"name": "fluss_bucket", "kind": "string", "size": 4},
+        {"name": "fluss_offset", "kind": "string", "size": 8},
+        {"name": "fluss_timestamp", "kind": "string", "size": 8},
+        {"name": "fluss_change_type", "kind": "string", "size": 2},
+    ]);
+    let ints5 = json!([
+        {"name": "fluss_table", "kind": "int64"},
+        {"name": "fluss_bucket", "kind": "int32"},
+        {"name": "fluss_offset", "kind": "int64"},
+        {"name": "fluss_timestamp", "kind": "int64"},
+        {"name": "fluss_change_type", "kind": "int32"},
+    ]);
+    // (label, payload size, declared and stream schema, headers, batch, batch_length, linger)
+    type Variant = (
+        &'static str,
+        usize,
+        &'static str,
+        Value,
+        u64,
+        Option<u32>,
+        Option<&'static str>,
+    );
+    let variants: Vec<Variant> = vec![
+        (
+            "raw 256 B, no headers",
+            256,
+            "raw",
+            json!("none"),
+            1000,
+            None,
+            None,
+        ),
+        (
+            "raw 256 B, 1 int64",
+            256,
+            "raw",
+            json!([offset]),
+            1000,
+            None,
+            None,
+        ),
+        (
+            "raw 256 B, 3 ints",
+            256,
+            "raw",
+            json!([bucket, offset, timestamp]),
+            1000,
+            None,
+            None,
+        ),
+        (
+            "raw 256 B, 5 (plugin's)",
+            256,
+            "raw",
+            five.clone(),
+            1000,
+            None,
+            None,
+        ),
+        ("raw 256 B, 5 ints", 256, "raw", ints5, 1000, None, None),
+        (
+            "raw 256 B, 5 strings",
+            256,
+            "raw",
+            strings5,
+            1000,
+            None,
+            None,
+        ),
+        (
+            "raw 64 B, no headers",
+            64,
+            "raw",
+            json!("none"),
+            1000,
+            None,
+            None,
+        ),
+        (
+            "raw 1 KiB, no headers",
+            1024,
+            "raw",
+            json!("none"),
+            1000,
+            None,
+            None,
+        ),
+        (
+            "json 256 B, no headers",
+            256,
+            "json",
+            json!("none"),
+            1000,
+            None,
+            None,
+        ),
+        (
+            "json 256 B, 5 (plugin's)",
+            256,
+            "json",
+            five.clone(),
+            1000,
+            None,
+            None,
+        ),
+        (
+            "raw 256 B, none, batch 5000",
+            256,
+            "raw",
+            json!("none"),
+            5000,
+            None,
+            None,
+        ),
+        (
+            "raw 256 B, none, 5000/5000",
+            256,
+            "raw",
+            json!("none"),
+            5000,
+            Some(5000),
+            None,
+        ),
+        (
+            "raw 256 B, none, linger 1ms",
+            256,
+            "raw",
+            json!("none"),
+            1000,
+            None,
+            Some("1ms"),
+        ),
+        (
+            "raw 256 B, none, 5000/5000 20ms",
+            256,
+            "raw",
+            json!("none"),
+            5000,
+            Some(5000),
+            Some("20ms"),
+        ),
+        (
+            "raw 256 B, 5, 5000/5000",
+            256,
+            "raw",
+            five,
+            5000,
+            Some(5000),
+            None,
+        ),
+    ];
+    let mut rates: Vec<Vec<(f64, u64)>> = vec![Vec::new(); variants.len()];
+    for round in 0..repeat {
+        for (i, (label, size, schema, headers, batch, batch_length, linger)) in
+            variants.iter().enumerate()
+        {
+            let run = Run {
+                label: format!("sweep{i}_r{round}"),
+                library: test_source.to_owned(),
+                plugin_config: json!({
+                    "total": total,
+                    "batch": batch,
+                    "poll_ahead": true,
+                    "payload_size": size,
+                    "headers": headers,
+                    "schema": schema,
+                }),
+                stream_schema: schema,
+                batch_length: *batch_length,
+                linger_time: linger.map(str::to_owned),
+                messages: Some(total),
+            };
+            let outcome = measure(base, &run, None);
+            eprintln!(
+                "round {round} {label:<34} {:>9}/s RSS {:.1} MiB",
+                fmt_rate(outcome.rate()),
+                outcome.rss_kib as f64 / 1024.0
+            );
+            rates[i].push((outcome.rate(), outcome.rss_kib));
+        }
+    }
+    println!("\n{repeat} rounds, {total} messages each; medians (per round)");
+    let base_rate = median(rates[0].iter().map(|r| r.0).collect());
+    for ((label, ..), runs) in variants.iter().zip(&rates) {
+        let rate = median(runs.iter().map(|r| r.0).collect());
+        println!(
+            "{label:<34} {:>9}/s {:>5.2}x  RSS {:>5.1} MiB  ({})",
+            fmt_rate(rate),
+            rate / base_rate,
+            median(runs.iter().map(|r| r.1 as f64).collect()) / 1024.0,
+            runs.iter()
+                .map(|r| fmt_rate(r.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+}
