@@ -22,7 +22,7 @@ use crate::fixture::{assert_bucket_order, rt, Answer, Received, Stream};
 const BATCH_SIZE: usize = 500;
 /// Rows per write round; a round is flushed (acknowledged by all in-sync replicas) before
 /// the next one starts.
-const ROUND: i64 = 50;
+const ROUND: i64 = 200;
 /// Distinct keys of the primary-key table, so most writes are updates.
 const KEYS: i64 = 300;
 /// Longest a flush may take while a leader moves; a longer one counts as not acknowledged.
@@ -53,6 +53,8 @@ pub fn config_on(cluster: &Cluster, table: &str, extra: Value) -> Value {
 #[derive(Default)]
 struct Written {
     acked: Vec<String>,
+    /// When each key of `acked` was acknowledged (its round's flush returned).
+    acked_at: Vec<Instant>,
     unconfirmed: Vec<String>,
     longest_flush: Duration,
 }
@@ -183,7 +185,11 @@ async fn write_rounds(
             w.longest_flush = w.longest_flush.max(started.elapsed());
             let keys = rows.into_iter().map(|(k, _)| k);
             if queued && flushed.is_ok() {
+                let now = Instant::now();
+                let before = w.acked.len();
                 w.acked.extend(keys);
+                let added = w.acked.len() - before;
+                w.acked_at.extend(std::iter::repeat_n(now, added));
             } else {
                 eprintln!("failover: a round to {path} is not acknowledged: {flushed:?}");
                 w.unconfirmed.extend(keys);
@@ -280,6 +286,41 @@ fn stalls(messages: &[(Received, Instant)]) -> BTreeMap<i32, Duration> {
     longest
 }
 
+/// Per event (up to the next one, the last up to `ended`): the longest time a write
+/// acknowledged in that window waited for its delivery, and the longest gap between two
+/// deliveries of one bucket in that window: the stall the connector's reader saw.
+fn event_figures(
+    events: &[(String, usize, Instant)],
+    ended: Instant,
+    written: &Written,
+    read: &[(Received, Instant)],
+) -> Vec<(String, Duration, Duration)> {
+    let mut arrival: HashMap<String, Instant> = HashMap::new();
+    for (m, at) in read {
+        arrival.entry(key_of(m)).or_insert(*at);
+    }
+    let mut out = Vec::new();
+    for (n, (event, _, from)) in events.iter().enumerate() {
+        let to = events.get(n + 1).map_or(ended, |e| e.2);
+        let latency = written
+            .acked
+            .iter()
+            .zip(&written.acked_at)
+            .filter(|(_, at)| **at >= *from && **at < to)
+            .filter_map(|(k, at)| arrival.get(k).map(|a| a.saturating_duration_since(*at)))
+            .max()
+            .unwrap_or_default();
+        let window: Vec<(Received, Instant)> = read
+            .iter()
+            .filter(|(_, at)| *at >= *from && *at < to)
+            .cloned()
+            .collect();
+        let gap = stalls(&window).into_values().max().unwrap_or_default();
+        out.push((event.clone(), latency, gap));
+    }
+    out
+}
+
 /// The WARN and INFO lines one event caused for `table`, and any ERROR line.
 struct EventLines {
     warns: Vec<String>,
@@ -318,7 +359,8 @@ struct Failover {
     pk_writer: Writer,
     log_tap: Tap,
     pk_tap: Tap,
-    events: Vec<(String, usize)>,
+    /// What happened, the log index and the time it started.
+    events: Vec<(String, usize, Instant)>,
 }
 
 impl Failover {
@@ -395,6 +437,7 @@ fn leader_failover_loses_nothing() {
     f.events.push((
         format!("kill -9 of tablet server {killed} (leader of bucket 0)"),
         logs().len(),
+        Instant::now(),
     ));
     f.cluster.kill_tablet(killed);
     let second = f
@@ -410,6 +453,7 @@ fn leader_failover_loses_nothing() {
     f.events.push((
         format!("stop of tablet server {second} (the new leader of bucket 0)"),
         logs().len(),
+        Instant::now(),
     ));
     f.cluster.stop_tablet(second);
     f.cluster
@@ -424,10 +468,12 @@ fn leader_failover_loses_nothing() {
     f.events.push((
         "rolling restart of all tablet servers".to_owned(),
         logs().len(),
+        Instant::now(),
     ));
     f.cluster.rolling_restart(&f.tables());
     f.catch_up("writes acknowledged during the rolling restart");
     let end = logs().len();
+    let ended = Instant::now();
 
     let log_written = f.log_writer.finish();
     let pk_written = f.pk_writer.finish();
@@ -480,6 +526,12 @@ fn leader_failover_loses_nothing() {
             written.longest_flush,
             stalls(read)
         );
+        for (event, latency, gap) in event_figures(&f.events, ended, written, read) {
+            eprintln!(
+                "failover: {name}: {event}: longest wait from acknowledgement to delivery \
+                 {latency:.1?}, longest gap between deliveries of one bucket {gap:.1?}"
+            );
+        }
     }
     // Per key, the changes arrive in write order (`w<seq>` grows).
     let mut last_seq: HashMap<i64, i64> = HashMap::new();
@@ -494,9 +546,9 @@ fn leader_failover_loses_nothing() {
     }
 
     // The plugin's lines, per event and table.
-    let mut bounds: Vec<usize> = f.events.iter().map(|(_, i)| *i).collect();
+    let mut bounds: Vec<usize> = f.events.iter().map(|(_, i, _)| *i).collect();
     bounds.push(end);
-    for (n, (event, since)) in f.events.iter().enumerate() {
+    for (n, (event, since, _)) in f.events.iter().enumerate() {
         for table in [f.log_path.table(), f.pk_path.table()] {
             let lines = event_lines(table, *since, bounds[n + 1]);
             eprintln!(
