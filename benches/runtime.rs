@@ -256,10 +256,13 @@ fn message_at(server: &IggyServer, dir: &Path, offset: u64, count: u64) -> Vec<M
     parse_messages(&bytes).unwrap_or_else(|e| panic!("messages at {offset}: {e}"))
 }
 
-/// Starts a perf recording of `pid` into `out` (ended with SIGINT by [`stop_perf`]).
-fn start_perf(pid: u32, out: &Path) -> Option<Child> {
+/// Starts a perf recording while `_pid` runs, into `out` (ended with SIGINT by
+/// [`stop_perf`]).
+fn start_perf(_pid: u32, out: &Path) -> Option<Child> {
     Command::new("perf")
-        .args(["record", "-g", "-F", "499", "-p", &pid.to_string(), "-o"])
+        // System-wide: `-p` missed the plugin's own threads; `perf report --pid PID` (the
+        // pid is in the file name) keeps the runtime's samples.
+        .args(["record", "-a", "-g", "-F", "499", "-o"])
         .arg(out)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -296,7 +299,7 @@ fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
     let started = Instant::now();
     let mut runtime = ConnectorsRuntime::start(&server, &dir.join("runtime"), &[connector]);
     let pid = runtime.pid().expect("runtime pid");
-    let perf = perf_dir.and_then(|d| start_perf(pid, &d.join(format!("{}.data", run.label))));
+    let perf = perf_dir.and_then(|d| start_perf(pid, &d.join(format!("{}-{pid}.data", run.label))));
     let mut last = (0u64, Instant::now());
     let messages = loop {
         std::thread::sleep(Duration::from_millis(250));
