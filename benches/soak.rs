@@ -88,6 +88,8 @@ struct Written {
     acked: Vec<String>,
     unconfirmed: Vec<String>,
     longest_flush: Duration,
+    /// Writers replaced after a flush that failed or timed out.
+    rebuilds: usize,
 }
 
 enum Sink {
@@ -140,62 +142,75 @@ async fn write(
     written: Arc<Mutex<Written>>,
     stop: Arc<AtomicBool>,
 ) {
-    let conn = cluster.connection().await;
-    let table = conn.get_table(&path).await.expect("get_table");
-    let sink = if primary_key {
-        Sink::Upsert(
+    let mut seq = 0;
+    // A fluss-rs writer whose flush did not finish within FLUSH_TIMEOUT is replaced by a new
+    // one on a new connection: seen after a leader kill, an old writer can stay stuck for
+    // minutes. Rows it still holds may arrive later: they count as unconfirmed.
+    while !stop.load(Ordering::Relaxed) {
+        let conn = cluster.connection().await;
+        let Ok(table) = conn.get_table(&path).await else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        let sink = if primary_key {
             table
                 .new_upsert()
                 .and_then(|u| u.create_writer())
-                .expect("upsert writer"),
-        )
-    } else {
-        Sink::Append(
+                .map(Sink::Upsert)
+        } else {
             table
                 .new_append()
                 .and_then(|a| a.create_writer())
-                .expect("append writer"),
-        )
-    };
-    let mut seq = 0;
-    while !stop.load(Ordering::Relaxed) {
-        let mut keys = Vec::new();
-        let mut queued = true;
-        for n in seq..seq + ROUND {
-            let (key, row) = if primary_key {
-                let mut row = GenericRow::new(3);
-                row.set_field(0, n % KEYS);
-                row.set_field(1, format!("w{n}"));
-                row.set_field(2, n as f64);
-                (format!("w{n}"), row)
-            } else {
-                (n.to_string(), tables::sample_row(n))
-            };
-            queued &= match &sink {
-                Sink::Append(w) => w.append(&row).is_ok(),
-                Sink::Upsert(w) => w.upsert(&row).is_ok(),
-            };
-            keys.push(key);
-        }
-        seq += ROUND;
-        let started = Instant::now();
-        let flushing = async {
-            match &sink {
-                Sink::Append(w) => w.flush().await,
-                Sink::Upsert(w) => w.flush().await,
-            }
+                .map(Sink::Append)
         };
-        let flushed = tokio::time::timeout(FLUSH_TIMEOUT, flushing).await;
-        {
-            let mut w = lock(&written);
-            w.longest_flush = w.longest_flush.max(started.elapsed());
-            if queued && matches!(flushed, Ok(Ok(()))) {
-                w.acked.extend(keys);
-            } else {
-                w.unconfirmed.extend(keys);
+        let Ok(sink) = sink else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        while !stop.load(Ordering::Relaxed) {
+            let mut keys = Vec::new();
+            let mut queued = true;
+            for n in seq..seq + ROUND {
+                let (key, row) = if primary_key {
+                    let mut row = GenericRow::new(3);
+                    row.set_field(0, n % KEYS);
+                    row.set_field(1, format!("w{n}"));
+                    row.set_field(2, n as f64);
+                    (format!("w{n}"), row)
+                } else {
+                    (n.to_string(), tables::sample_row(n))
+                };
+                queued &= match &sink {
+                    Sink::Append(w) => w.append(&row).is_ok(),
+                    Sink::Upsert(w) => w.upsert(&row).is_ok(),
+                };
+                keys.push(key);
             }
+            seq += ROUND;
+            let started = Instant::now();
+            let flushing = async {
+                match &sink {
+                    Sink::Append(w) => w.flush().await,
+                    Sink::Upsert(w) => w.flush().await,
+                }
+            };
+            let flushed = tokio::time::timeout(FLUSH_TIMEOUT, flushing).await;
+            let ok = queued && matches!(flushed, Ok(Ok(())));
+            {
+                let mut w = lock(&written);
+                w.longest_flush = w.longest_flush.max(started.elapsed());
+                if ok {
+                    w.acked.extend(keys);
+                } else {
+                    w.unconfirmed.extend(keys);
+                    w.rebuilds += 1;
+                }
+            }
+            if !ok {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -510,13 +525,14 @@ fn main() {
         let rss: Vec<u64> = c.samples.iter().map(|s| s.0).collect();
         let fds: Vec<usize> = c.samples.iter().map(|s| s.1).collect();
         report.push(format!(
-            "soak: {}: {} acknowledged writes ({} unconfirmed), {} messages in {} runs ({} kills, {} exits), \
+            "soak: {}: {} acknowledged writes ({} unconfirmed, {} writer rebuilds), {} messages in {} runs ({} kills, {} exits), \
              lost {lost}, repeats {}, invented {invented}, order breaks within a run {order_breaks}, \
              longest flush {:.1?}; RSS KiB first {} last {} peak {}; fds first {} last {} peak {}; \
              {} ERROR/WARN lines",
             c.name,
             w.acked.len(),
             w.unconfirmed.len(),
+            w.rebuilds,
             all.len(),
             c.runs,
             c.kills,
