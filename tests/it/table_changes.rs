@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use fluss_source_runner::{logs, Level, LogLine};
 use fluss_testkit::fluss::metadata::TablePath;
-use fluss_testkit::{tables, unique_table};
+use fluss_testkit::fluss::rpc::message::OffsetSpec;
+use fluss_testkit::{poll_until, tables, unique_table};
 use serde_json::json;
 
 use crate::fixture::{cluster, config, harness, ids, rt, Answer, Stream};
@@ -243,6 +244,22 @@ fn dropped_partition_with_unread_rows_is_forgotten() {
     // Read a few batches, then drop A with most of its rows unread.
     s.read(300, Duration::from_secs(20), Answer::AckAll);
     rt().block_on(tables::drop_partition(&admin, &path, "region", "A"));
+    // Not reading meanwhile (the plugin holds at most its read-ahead), wait until the server
+    // no longer serves A, so what is still unread is gone for sure.
+    rt().block_on(poll_until(
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        "partition A to be gone from the server",
+        || async {
+            match admin
+                .list_partition_offsets(&path, "A", &[0], OffsetSpec::Latest)
+                .await
+            {
+                Ok(offsets) => Err(format!("A still answers: {offsets:?}")),
+                Err(_) => Ok(()),
+            }
+        },
+    ));
     read_until(
         &mut s,
         Duration::from_secs(60),
