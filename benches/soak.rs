@@ -110,11 +110,26 @@ impl Writer {
         let thread = {
             let (written, stop) = (written.clone(), stop.clone());
             std::thread::spawn(move || {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("writer runtime")
-                    .block_on(write(cluster, path, primary_key, written, stop));
+                // One runtime per writer session: a fluss-rs 1.0.0 sender whose flush did not
+                // finish can spin in `RecordAccumulator::ready` for good, starving a
+                // current-thread runtime; dropping the runtime ends it (rows it held count as
+                // unconfirmed).
+                let mut seq = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("writer runtime");
+                    seq = runtime.block_on(write(
+                        cluster.clone(),
+                        path.clone(),
+                        primary_key,
+                        written.clone(),
+                        stop.clone(),
+                        seq,
+                    ));
+                    runtime.shutdown_background();
+                }
             })
         };
         Self {
@@ -141,16 +156,16 @@ async fn write(
     primary_key: bool,
     written: Arc<Mutex<Written>>,
     stop: Arc<AtomicBool>,
-) {
-    let mut seq = 0;
+    mut seq: i64,
+) -> i64 {
     // A fluss-rs writer whose flush did not finish within FLUSH_TIMEOUT is replaced by a new
     // one on a new connection: seen after a leader kill, an old writer can stay stuck for
     // minutes. Rows it still holds may arrive later: they count as unconfirmed.
-    while !stop.load(Ordering::Relaxed) {
+    {
         let conn = cluster.connection().await;
         let Ok(table) = conn.get_table(&path).await else {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
+            return seq;
         };
         let sink = if primary_key {
             table
@@ -165,7 +180,7 @@ async fn write(
         };
         let Ok(sink) = sink else {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
+            return seq;
         };
         while !stop.load(Ordering::Relaxed) {
             let mut keys = Vec::new();
@@ -207,10 +222,11 @@ async fn write(
                 }
             }
             if !ok {
-                break;
+                return seq;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        seq
     }
 }
 
