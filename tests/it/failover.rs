@@ -26,7 +26,7 @@ const ROUND: i64 = 200;
 /// Distinct keys of the primary-key table, so most writes are updates.
 const KEYS: i64 = 300;
 /// Longest a flush may take while a leader moves; a longer one counts as not acknowledged.
-const FLUSH_TIMEOUT: Duration = Duration::from_secs(60);
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -91,11 +91,26 @@ impl Writer {
         let thread = {
             let (written, stop) = (written.clone(), stop.clone());
             std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("writer runtime");
-                runtime.block_on(write_rounds(cluster, path, primary_key, written, stop));
+                // One runtime per writer session: a fluss-rs 1.0.0 sender whose flush did not
+                // finish can spin in `RecordAccumulator::ready` for good, starving a
+                // current-thread runtime; dropping the runtime ends it (rows it held count as
+                // unconfirmed).
+                let mut seq = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("writer runtime");
+                    seq = runtime.block_on(write_rounds(
+                        cluster.clone(),
+                        path.clone(),
+                        primary_key,
+                        written.clone(),
+                        stop.clone(),
+                        seq,
+                    ));
+                    runtime.shutdown_background();
+                }
             })
         };
         Self {
@@ -155,47 +170,62 @@ async fn write_rounds(
     primary_key: bool,
     written: Arc<Mutex<Written>>,
     stop: Arc<AtomicBool>,
-) {
-    let conn: FlussConnection = cluster.connection().await;
-    let table = conn.get_table(&path).await.expect("get_table");
-    let sink = if primary_key {
-        Sink::Upsert(
+    mut seq: i64,
+) -> i64 {
+    // A writer whose flush failed or timed out is replaced on a new connection: after a
+    // leader moves, an old fluss-rs writer can stay stuck for minutes. Rows it still holds
+    // may arrive later; they count as unconfirmed.
+    {
+        let conn: FlussConnection = cluster.connection().await;
+        let Ok(table) = conn.get_table(&path).await else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            return seq;
+        };
+        let sink = if primary_key {
             table
                 .new_upsert()
                 .and_then(|u| u.create_writer())
-                .expect("upsert writer"),
-        )
-    } else {
-        Sink::Append(
+                .map(Sink::Upsert)
+        } else {
             table
                 .new_append()
                 .and_then(|a| a.create_writer())
-                .expect("append writer"),
-        )
-    };
-    let mut seq = 0;
-    while !stop.load(Ordering::Relaxed) {
-        let rows = round(primary_key, seq);
-        seq += ROUND;
-        let queued = rows.iter().all(|(_, row)| sink.write(row));
-        let started = Instant::now();
-        let flushed = sink.flush().await;
-        {
-            let mut w = lock(&written);
-            w.longest_flush = w.longest_flush.max(started.elapsed());
-            let keys = rows.into_iter().map(|(k, _)| k);
-            if queued && flushed.is_ok() {
-                let now = Instant::now();
-                let before = w.acked.len();
-                w.acked.extend(keys);
-                let added = w.acked.len() - before;
-                w.acked_at.extend(std::iter::repeat_n(now, added));
-            } else {
-                eprintln!("failover: a round to {path} is not acknowledged: {flushed:?}");
-                w.unconfirmed.extend(keys);
+                .map(Sink::Append)
+        };
+        let Ok(sink) = sink else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            return seq;
+        };
+        while !stop.load(Ordering::Relaxed) {
+            let rows = round(primary_key, seq);
+            seq += ROUND;
+            let queued = rows.iter().all(|(_, row)| sink.write(row));
+            let started = Instant::now();
+            let flushed = sink.flush().await;
+            let ok = queued && flushed.is_ok();
+            {
+                let mut w = lock(&written);
+                w.longest_flush = w.longest_flush.max(started.elapsed());
+                let keys = rows.into_iter().map(|(k, _)| k);
+                if ok {
+                    let now = Instant::now();
+                    let before = w.acked.len();
+                    w.acked.extend(keys);
+                    let added = w.acked.len() - before;
+                    w.acked_at.extend(std::iter::repeat_n(now, added));
+                } else {
+                    eprintln!(
+                        "failover: a round to {path} is not acknowledged ({flushed:?}); new writer"
+                    );
+                    w.unconfirmed.extend(keys);
+                }
             }
+            if !ok {
+                return seq;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        seq
     }
 }
 
