@@ -214,13 +214,14 @@ fn dropped_partition_with_unread_rows_is_forgotten() {
         .await;
         tables::create_partition(&admin, &path, "region", "A").await;
         tables::create_partition(&admin, &path, "region", "B").await;
-        // A: 20,000 rows in many small flushes (many record batches, so reading them takes
-        // many polls); B: 10 rows.
-        for chunk in 0..20 {
+        // A: 200,000 rows (about 6 MB, more than fluss-rs fetches ahead: 1 MB per bucket and
+        // fetch, and the plugin's read-ahead) in flushes of 20,000, so most of them are still
+        // on the server when A is dropped; B: 10 rows.
+        for chunk in 0..10 {
             fluss_testkit::write::append_rows(
                 &conn,
                 &path,
-                (chunk * 1000..(chunk + 1) * 1000)
+                (chunk * 20_000..(chunk + 1) * 20_000)
                     .map(|id| tables::sample_partitioned_row(id, "A")),
             )
             .await;
@@ -309,14 +310,14 @@ fn dropped_partition_with_unread_rows_is_forgotten() {
     let errors = lines_at(&table, since, Level::Error);
     let warns = lines_at(&table, since, Level::Warn);
     eprintln!(
-        "table_changes: dropped partition: {} of A's 20,000 rows delivered ({} unread when it was dropped), all 20 of B; {} ERROR, {} WARN: {:#?}",
+        "table_changes: dropped partition: {} of A's 200,000 rows delivered ({} unread when it was dropped), all 20 of B; {} ERROR, {} WARN: {:#?}",
         a.len(),
-        20_000 - a.len(),
+        200_000 - a.len(),
         errors.len(),
         warns.len(),
         warns.iter().chain(&errors).map(|l| &l.message).collect::<Vec<_>>()
     );
-    assert!(a.len() < 20_000, "the test must drop A with rows unread");
+    assert!(a.len() < 200_000, "the test must drop A with rows unread");
     assert!(
         errors.is_empty(),
         "a dropped partition is not an ERROR: {:#?}",
