@@ -86,6 +86,11 @@ done
 say "binaries in $BIN"
 
 WORK=$(mktemp -d -t fluss-quickstart.XXXXXX)
+# Everything started below keeps its temporary files in here, so cleanup removes them too:
+# fluss-rs 1.0.0 makes a `fluss-remote-logs*` directory per log scanner and never deletes it
+# when the process exits, and the cluster script keeps its port registry in TMPDIR.
+mkdir -p "$WORK/tmp"
+export TMPDIR="$WORK/tmp"
 say "working in $WORK"
 # Stopped in this order on exit: readers, runners or the runtime, the writer, the Iggy server.
 PIDS=()
