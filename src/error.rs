@@ -47,6 +47,17 @@ pub enum Error {
         cause: Box<Error>,
     },
 
+    /// The SASL user may not read the table (Fluss ACLs); `cause` says what the server checked.
+    #[snafu(display(
+        "user {user} may not read table {database}.{table}: {cause}; grant READ on TABLE {database}.{table} to User:{user} (a Fluss ACL), or set `sasl_username` to a user that has it"
+    ))]
+    NotAuthorized {
+        user: String,
+        database: String,
+        table: String,
+        cause: Box<Error>,
+    },
+
     /// The configured table does not exist.
     #[snafu(display(
         "table {database}.{table} does not exist; create it or fix `database`/`table`"

@@ -9,7 +9,7 @@ use fluss::metadata::{DataField, TableInfo, TablePath};
 
 use crate::config::Config;
 use crate::connect::{call, CALL_TIMEOUT};
-use crate::error::{Error, Result};
+use crate::error::{Error, Fault, Result};
 use crate::options::TableType;
 
 /// The resolved table and what the source reads of it.
@@ -50,6 +50,7 @@ impl Table {
                     table: config.table.clone(),
                 })
             }
+            Err(e) if e.fault() == Fault::Auth => return Err(not_authorized(config, e)),
             Err(e) => return Err(e),
         };
         let primary_key = info.has_primary_key();
@@ -128,4 +129,17 @@ fn project(
         }
     }
     Ok(indexes)
+}
+
+/// A refused table access, named after the user it was refused to.
+pub fn not_authorized(config: &Config, cause: Error) -> Error {
+    Error::NotAuthorized {
+        user: config
+            .sasl
+            .as_ref()
+            .map_or_else(|| "ANONYMOUS".to_owned(), |s| s.username.clone()),
+        database: config.database.clone(),
+        table: config.table.clone(),
+        cause: Box::new(cause),
+    }
 }

@@ -28,6 +28,8 @@ struct FaultStreak {
     since: Instant,
     last_warn: Instant,
     count: u64,
+    /// A refusal (ACLs): the cluster answers, so only records flowing again end it.
+    refused: bool,
 }
 
 impl Telemetry {
@@ -123,44 +125,71 @@ impl Telemetry {
 
     /// A retriable fault: WARN the first time, then at most once per 30 s with a count.
     pub fn retrying(&mut self, what: &str, error: &dyn Display) {
+        self.streak(tracing::Level::WARN, &format!("{what}: {error}"));
+    }
+
+    /// A read the server refuses (ACLs), retried until it is allowed again: ERROR the first
+    /// time, then at most once per 30 s with a count; `recovered` ends it.
+    pub fn refused(&mut self, error: &dyn Display) {
+        self.streak(
+            tracing::Level::ERROR,
+            &format!("{error}; nothing is lost, the source keeps trying"),
+        );
+    }
+
+    fn streak(&mut self, level: tracing::Level, text: &str) {
+        let line = |text: String| {
+            if level == tracing::Level::ERROR {
+                tracing::error!("{text}");
+            } else {
+                tracing::warn!("{text}");
+            }
+        };
         let now = Instant::now();
         match &mut self.fault {
             None => {
-                tracing::warn!("{}: {what}: {error}; retrying", self.prefix);
+                line(format!("{}: {text}; retrying", self.prefix));
                 self.fault = Some(FaultStreak {
                     since: now,
                     last_warn: now,
                     count: 1,
+                    refused: level == tracing::Level::ERROR,
                 });
             }
             Some(streak) => {
                 streak.count += 1;
                 if now.duration_since(streak.last_warn) >= WARN_INTERVAL {
-                    tracing::warn!(
-                        "{}: {what}: {error}; still retrying after {}s ({} attempts)",
+                    line(format!(
+                        "{}: {text}; still retrying after {}s ({} attempts)",
                         self.prefix,
                         now.duration_since(streak.since).as_secs(),
                         streak.count
-                    );
+                    ));
                     streak.last_warn = now;
                 }
             }
         }
     }
 
-    /// Whether a retriable fault is going on (WARNed, not yet recovered).
+    /// Whether the cluster stopped answering (WARNed, not yet recovered); a refusal does not
+    /// count, since the cluster answers then.
     pub fn faulted(&self) -> bool {
-        self.fault.is_some()
+        self.fault.as_ref().is_some_and(|streak| !streak.refused)
     }
 
     /// Data flows again after a fault.
     pub fn recovered(&mut self) {
         if let Some(streak) = self.fault.take() {
             tracing::info!(
-                "{}: reading again after {}s ({} retries)",
+                "{}: reading again after {}s ({} {})",
                 self.prefix,
                 streak.since.elapsed().as_secs(),
-                streak.count
+                streak.count,
+                if streak.count == 1 {
+                    "retry"
+                } else {
+                    "retries"
+                }
             );
         }
     }

@@ -10,12 +10,14 @@ use crate::connect;
 use crate::error::{Error, Fault, Result};
 use crate::scan::offsets::{self, Reset};
 use crate::scan::Scanner;
+use crate::table;
 
 impl FlussSource {
     /// Handles a failed client poll; `positions` are where the batch being built stands.
-    /// Transient faults (including a failed re-seek) are logged at WARN and retried; only
-    /// `on_offset_out_of_range = "fail"`, refused credentials and unknown faults end the poll
-    /// with an error.
+    /// Transient faults (including a failed re-seek) are logged at WARN and retried; a read the
+    /// server's ACLs refuse is logged at ERROR (once, then at most every 30 s) and retried, so
+    /// the stream resumes by itself when READ is granted again; only
+    /// `on_offset_out_of_range = "fail"` and unknown faults end the poll with an error.
     pub(super) async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
         // The read-ahead stops at an error, so the scanner must start over whatever happens
         // below: the rebuild at the end replaces it, an early return leaves it to the next poll.
@@ -38,7 +40,12 @@ impl FlussSource {
                 self.telemetry.retrying("reading from Fluss failed", &error);
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
-            Fault::Auth | Fault::Fatal => return Err(error),
+            Fault::Auth => {
+                let refused = table::not_authorized(&self.config, error);
+                self.telemetry.refused(&refused);
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Fault::Fatal => return Err(error),
         }
         // After any poll error the scanner's own position is unknown: start over from ours.
         self.rebuild(&positions.clone()).await

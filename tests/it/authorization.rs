@@ -122,13 +122,13 @@ fn acls_decide_open_and_streaming() {
     let lines = errors_with(&format!("plugin {id}:"), 0);
     eprintln!("authorization: open without READ: code {code}, ERROR lines {lines:#?}");
     assert_ne!(code, 0, "open without READ must fail");
-    // Today's line: it names the user, the table and the permission the server checked
-    // (DESCRIBE, which READ implies), but not how to grant it (see the issue #17 report).
+    // It names the user, the table, the permission the server checked (DESCRIBE, which READ
+    // implies) and how to grant it.
+    let db = tables::TEST_DATABASE;
     assert_eq!(
         lines,
         vec![format!(
-            "plugin {id}: open failed: Fluss get_table_info failed: Principal FlussPrincipal{{name='alice', type='User'}} have no authorization to operate DESCRIBE on resource Resource{{type=TABLE, name='{}.{table}'}} (error code 48)",
-            tables::TEST_DATABASE
+            "plugin {id}: open failed: user alice may not read table {db}.{table}: Fluss get_table_info failed: Principal FlussPrincipal{{name='alice', type='User'}} have no authorization to operate DESCRIBE on resource Resource{{type=TABLE, name='{db}.{table}'}} (error code 48); grant READ on TABLE {db}.{table} to User:alice (a Fluss ACL), or set `sasl_username` to a user that has it"
         )],
         "one ERROR line"
     );
@@ -212,10 +212,13 @@ fn acls_decide_open_and_streaming() {
     assert_eq!(s.acked.len(), 500, "nothing delivered without READ");
     assert!(
         first.ends_with(&format!(
-            ": poll failed, retrying in 100ms: Fluss poll failed: No permission to READ table {table} in database {} (error code 48)",
-            tables::TEST_DATABASE
+            "]: user alice may not read table {db}.{table}: Fluss poll failed: No permission to READ table {table} in database {db} (error code 48); grant READ on TABLE {db}.{table} to User:alice (a Fluss ACL), or set `sasl_username` to a user that has it; nothing is lost, the source keeps trying; retrying"
         )),
-        "today's ERROR line (the SDK's poll-failure line with the server's text): {first}"
+        "the source's own ERROR line, with the fix: {first}"
+    );
+    assert_eq!(
+        errors, 1,
+        "one ERROR for the refusal within 30 s, not one per retry: {during:#?}"
     );
 
     // 3. Granted back: the stream resumes from its own position, nothing lost or repeated.
