@@ -58,6 +58,12 @@ pub enum Error {
         cause: Box<Error>,
     },
 
+    /// The table was dropped (or dropped and re-created) while it was being read.
+    #[snafu(display(
+        "table {table} (id {table_id}) was dropped while it was being read; nothing more is read and the saved state is kept; re-create the table and delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`, or point `table` at another table"
+    ))]
+    TableDropped { table: String, table_id: i64 },
+
     /// The configured table does not exist.
     #[snafu(display(
         "table {database}.{table} does not exist; create it or fix `database`/`table`"

@@ -131,10 +131,7 @@ impl Telemetry {
     /// A read the server refuses (ACLs), retried until it is allowed again: ERROR the first
     /// time, then at most once per 30 s with a count; `recovered` ends it.
     pub fn refused(&mut self, error: &dyn Display) {
-        self.streak(
-            tracing::Level::ERROR,
-            &format!("{error}; nothing is lost, the source keeps trying"),
-        );
+        self.streak(tracing::Level::ERROR, &error.to_string());
     }
 
     fn streak(&mut self, level: tracing::Level, text: &str) {

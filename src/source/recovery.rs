@@ -9,8 +9,12 @@ use crate::bucket::{BucketKey, Positions};
 use crate::connect;
 use crate::error::{Error, Fault, Result};
 use crate::scan::offsets::{self, Reset};
+use fluss::error::FlussError;
+
+use crate::connect::{call, CALL_TIMEOUT};
 use crate::scan::Scanner;
 use crate::table;
+use crate::table::Table;
 
 impl FlussSource {
     /// Handles a failed client poll; `positions` are where the batch being built stands.
@@ -36,13 +40,23 @@ impl FlussSource {
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
             }
+            Fault::Retry if table_dropped(&self.table, &error).await => {
+                let dropped = Error::TableDropped {
+                    table: self.config.qualified_table(),
+                    table_id: self.table.id(),
+                };
+                self.telemetry.refused(&dropped);
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
             Fault::Retry => {
                 self.telemetry.retrying("reading from Fluss failed", &error);
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
             Fault::Auth => {
                 let refused = table::not_authorized(&self.config, error);
-                self.telemetry.refused(&refused);
+                self.telemetry.refused(&format!(
+                    "{refused}; nothing is lost, the source keeps trying"
+                ));
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
             Fault::Fatal => return Err(error),
@@ -122,5 +136,30 @@ impl FlussSource {
     pub(super) async fn rewind(&mut self) -> Result<()> {
         let committed = self.progress.committed().clone();
         self.rebuild(&committed).await
+    }
+}
+
+/// Whether a failed read means the table is gone: the server could not find it (it says so
+/// only in text: "Failed to get tables"), and a lookup finds no table, or another one, under
+/// its name.
+async fn table_dropped(table: &Table, error: &Error) -> bool {
+    let Error::Fluss { cause, .. } = error else {
+        return false;
+    };
+    let missing = cause.api_error() == Some(FlussError::TableNotExist)
+        || cause.to_string().contains("Failed to get tables");
+    if !missing {
+        return false;
+    }
+    match call(
+        "get_table_info",
+        CALL_TIMEOUT,
+        table.admin.get_table_info(&table.path),
+    )
+    .await
+    {
+        Ok(info) => info.get_table_id() != table.id(),
+        Err(Error::Fluss { cause, .. }) => cause.api_error() == Some(FlussError::TableNotExist),
+        Err(_) => false,
     }
 }

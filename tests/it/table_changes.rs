@@ -63,9 +63,8 @@ async fn table_id(path: &TablePath) -> i64 {
 }
 
 /// Dropped while streaming: nothing crashes, nothing is delivered, close succeeds and the
-/// state saved before the drop is kept. Today the drop is reported only as a retried WARN
-/// (the first at once, then one per 30 s) carrying the server's Java stack trace, never as
-/// an ERROR; the wanted line is in the issue #17 report. Re-created under the same name: a
+/// state saved before the drop is kept; the drop is one ERROR line naming the table, its id and
+/// the fix (again at most once per 30 s while the connector runs). Re-created under the same name: a
 /// restart from that state is refused with one ERROR naming both table ids and the state
 /// file to delete.
 #[test]
@@ -101,8 +100,8 @@ fn dropped_table_is_an_error_and_a_recreated_one_refuses_the_old_state() {
     let since = logs().len();
     rt().block_on(admin.drop_table(&path, false))
         .expect("drop_table");
-    // Today the drop shows as a retried WARN (fluss-rs reports the server's "Failed to get
-    // tables" with its Java stack trace), never as an ERROR; see the test's doc.
+    // The drop is one ERROR line naming the table and the fix (fluss-rs only reports the
+    // server's "Failed to get tables"; the source looks the table up to tell).
     let first = read_until(
         &mut s,
         Duration::from_secs(60),
@@ -133,25 +132,27 @@ fn dropped_table_is_an_error_and_a_recreated_one_refuses_the_old_state() {
     );
     assert_eq!(s.acked.len(), 1000, "nothing delivered after the drop");
     let gone = format!(
-        "reading from Fluss failed: Fluss poll failed: org.apache.fluss.exception.FlussRuntimeException: Failed to get tables '[{}.{table}]'",
+        "]: table {}.{table} (id {old_id}) was dropped while it was being read; nothing more is read and the saved state is kept; re-create the table and delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`, or point `table` at another table; retrying",
         tables::TEST_DATABASE
     );
     assert_eq!(
         first.level,
-        Level::Warn,
-        "today a dropped table is a WARN: {}",
+        Level::Error,
+        "a dropped table is an ERROR: {}",
         first.message
     );
     assert!(
-        first.message.contains(&gone),
-        "the WARN carries the server's \"Failed to get tables\": {}",
+        first.message.ends_with(&gone),
+        "the ERROR names the table, its id and the fix: {}",
         first.message
     );
-    assert!(errors.is_empty(), "no ERROR line today: {errors:#?}");
     assert!(
-        (1..=3).contains(&warns.len()),
-        "the WARN repeats at most once per 30 s: {} lines",
-        warns.len()
+        (1..=2).contains(&errors.len()),
+        "one ERROR, repeated at most once per 30 s: {errors:#?}"
+    );
+    assert!(
+        warns.len() <= 1,
+        "at most the one WARN of the poll that met the drop before the lookup: {warns:#?}"
     );
     assert_eq!(
         s.close(),
