@@ -20,63 +20,15 @@ use std::time::{Duration, Instant};
 
 use fluss::client::{FlussConnection, EARLIEST_OFFSET};
 use fluss::config::Config;
-use fluss::metadata::{TableDescriptor, TablePath};
+use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
 use fluss_testkit::{tables, Cluster, ClusterOptions};
-
-const LOAD_BATCH: usize = 20_000;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.replace('_', "").parse().ok())
         .unwrap_or(default)
-}
-
-async fn load(cluster: &Cluster, rows: usize, pk_rows: usize) -> (TablePath, TablePath) {
-    let conn = FlussConnection::new(cluster.config())
-        .await
-        .expect("connect");
-    let admin = conn.get_admin().expect("admin");
-    let log = tables::unique_table("e2e_log");
-    tables::create_log_table(&admin, &log, common::mixed_schema(), 3).await;
-    let started = Instant::now();
-    let table = conn.get_table(&log).await.expect("table");
-    let writer = table
-        .new_append()
-        .and_then(|a| a.create_writer())
-        .expect("writer");
-    let mut at = 0;
-    while at < rows {
-        let n = LOAD_BATCH.min(rows - at);
-        drop(
-            writer
-                .append_arrow_batch(common::mixed_batch(at as i64, n))
-                .expect("append"),
-        );
-        at += n;
-    }
-    writer.flush().await.expect("flush");
-    eprintln!(
-        "e2e: loaded {rows} log rows into {log} in {:.1?}",
-        started.elapsed()
-    );
-
-    let pk = tables::unique_table("e2e_pk");
-    let descriptor = TableDescriptor::builder()
-        .schema(tables::sample_pk_schema())
-        .distributed_by(Some(3), vec!["id".to_string()])
-        .build()
-        .expect("pk descriptor");
-    tables::create_table(&admin, &pk, &descriptor).await;
-    let started = Instant::now();
-    fluss_testkit::write::upsert_rows(&conn, &pk, (0..pk_rows as i64).map(tables::sample_row))
-        .await;
-    eprintln!(
-        "e2e: loaded {pk_rows} primary-key rows in {:.1?}",
-        started.elapsed()
-    );
-    (log, pk)
 }
 
 fn peak_rss_kib() -> u64 {
@@ -262,7 +214,7 @@ fn main() {
         Ok(_) => Cluster::shared(),
         Err(_) => Box::leak(Box::new(Cluster::start(ClusterOptions::default()))),
     };
-    let (log, pk) = runtime().block_on(load(cluster, rows, pk_rows));
+    let (log, pk) = runtime().block_on(common::load_tables(cluster, "e2e", rows, pk_rows));
     let exe = std::env::current_exe().expect("exe");
     let repeat = env_usize("E2E_REPEAT", 3).max(1);
     let modes = [

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use fluss::client::{FlussConnection, EARLIEST_OFFSET};
 use fluss::config::Config;
-use fluss::metadata::{TableDescriptor, TablePath};
+use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
 use fluss_testkit::iggy::{
     parse_messages, ConnectorsRuntime, HeaderValue, IggyServer, Message, SourceConnector, Stop,
@@ -46,7 +46,6 @@ use fluss_testkit::iggy::{
 use fluss_testkit::{tables, Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
-const LOAD_BATCH: usize = 20_000;
 const STREAM: &str = "bench";
 const TOPIC: &str = "rows";
 /// Longest wait for one run to deliver everything.
@@ -68,51 +67,6 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-async fn load(cluster: &Cluster, rows: usize, pk_rows: usize) -> (TablePath, TablePath) {
-    let conn = FlussConnection::new(cluster.config())
-        .await
-        .expect("connect");
-    let admin = conn.get_admin().expect("admin");
-    let log = tables::unique_table("rt_log");
-    tables::create_log_table(&admin, &log, common::mixed_schema(), 3).await;
-    let started = Instant::now();
-    let table = conn.get_table(&log).await.expect("table");
-    let writer = table
-        .new_append()
-        .and_then(|a| a.create_writer())
-        .expect("writer");
-    let mut at = 0;
-    while at < rows {
-        let n = LOAD_BATCH.min(rows - at);
-        drop(
-            writer
-                .append_arrow_batch(common::mixed_batch(at as i64, n))
-                .expect("append"),
-        );
-        at += n;
-    }
-    writer.flush().await.expect("flush");
-    eprintln!(
-        "runtime bench: loaded {rows} log rows into {log} in {:.1?}",
-        started.elapsed()
-    );
-    let pk = tables::unique_table("rt_pk");
-    let descriptor = TableDescriptor::builder()
-        .schema(tables::sample_pk_schema())
-        .distributed_by(Some(3), vec!["id".to_string()])
-        .build()
-        .expect("pk descriptor");
-    tables::create_table(&admin, &pk, &descriptor).await;
-    let started = Instant::now();
-    fluss_testkit::write::upsert_rows(&conn, &pk, (0..pk_rows as i64).map(tables::sample_row))
-        .await;
-    eprintln!(
-        "runtime bench: loaded {pk_rows} primary-key rows in {:.1?}",
-        started.elapsed()
-    );
-    (log, pk)
 }
 
 /// The bare fluss-rs batch scanner over the whole log table: rows/s from its first non-empty
@@ -548,7 +502,8 @@ fn main() {
         Ok(_) => Cluster::shared(),
         Err(_) => Box::leak(Box::new(Cluster::start(ClusterOptions::default()))),
     };
-    let (log, pk) = tokio_runtime().block_on(load(cluster, rows, pk_rows));
+    let (log, pk) =
+        tokio_runtime().block_on(common::load_tables(cluster, "runtime bench", rows, pk_rows));
 
     // Per shape: (plugin, ceiling) outcomes per round; bare scanner rates per round.
     let mut results: BTreeMap<&str, Vec<(Outcome, Outcome)>> = BTreeMap::new();

@@ -9,7 +9,14 @@ use arrow_array::{
     StringArray, TimestampMicrosecondArray,
 };
 use arrow_schema::{DataType as ArrowType, Field, Schema as ArrowSchema, TimeUnit};
-use fluss_testkit::fluss::metadata::{DataField, DataTypes, Schema};
+use std::time::Instant;
+
+use fluss_testkit::fluss::client::FlussConnection;
+use fluss_testkit::fluss::metadata::{DataField, DataTypes, Schema, TableDescriptor, TablePath};
+use fluss_testkit::{tables, Cluster};
+
+/// Rows per append while loading a table.
+const LOAD_BATCH: usize = 20_000;
 
 /// The Fluss schema of [`mixed_batch`].
 pub fn mixed_schema() -> Schema {
@@ -88,4 +95,58 @@ pub fn mixed_batch(start: i64, rows: usize) -> RecordBatch {
         ],
     )
     .expect("batch")
+}
+
+/// Creates and fills the benches' two tables: a 3-bucket log table of `rows` [`mixed_batch`]
+/// rows and a 3-bucket primary-key table of `pk_rows` sample rows; `what` names the bench in
+/// its progress lines.
+pub async fn load_tables(
+    cluster: &Cluster,
+    what: &str,
+    rows: usize,
+    pk_rows: usize,
+) -> (TablePath, TablePath) {
+    let conn = FlussConnection::new(cluster.config())
+        .await
+        .expect("connect");
+    let admin = conn.get_admin().expect("admin");
+    let log = tables::unique_table("bench_log");
+    tables::create_log_table(&admin, &log, mixed_schema(), 3).await;
+    let started = Instant::now();
+    let table = conn.get_table(&log).await.expect("table");
+    let writer = table
+        .new_append()
+        .and_then(|a| a.create_writer())
+        .expect("writer");
+    let mut at = 0;
+    while at < rows {
+        let n = LOAD_BATCH.min(rows - at);
+        drop(
+            writer
+                .append_arrow_batch(mixed_batch(at as i64, n))
+                .expect("append"),
+        );
+        at += n;
+    }
+    writer.flush().await.expect("flush");
+    eprintln!(
+        "{what}: loaded {rows} log rows into {log} in {:.1?}",
+        started.elapsed()
+    );
+
+    let pk = tables::unique_table("bench_pk");
+    let descriptor = TableDescriptor::builder()
+        .schema(tables::sample_pk_schema())
+        .distributed_by(Some(3), vec!["id".to_string()])
+        .build()
+        .expect("pk descriptor");
+    tables::create_table(&admin, &pk, &descriptor).await;
+    let started = Instant::now();
+    fluss_testkit::write::upsert_rows(&conn, &pk, (0..pk_rows as i64).map(tables::sample_row))
+        .await;
+    eprintln!(
+        "{what}: loaded {pk_rows} primary-key rows in {:.1?}",
+        started.elapsed()
+    );
+    (log, pk)
 }
