@@ -2,25 +2,23 @@
 //! Each ends with the scanner rebuilt at the source's own positions, since fluss-rs' own
 //! position is unknown after an error and a re-seek can race a fetch in flight.
 
+use fluss::error::FlussError;
 use fluss::rpc::message::OffsetSpec;
 
 use super::{FlussSource, RETRY_PAUSE};
 use crate::bucket::{BucketKey, Positions};
-use crate::connect;
+use crate::connect::{self, call, CALL_TIMEOUT};
 use crate::error::{Error, Fault, Result};
 use crate::scan::offsets::{self, Reset};
-use fluss::error::FlussError;
-
-use crate::connect::{call, CALL_TIMEOUT};
 use crate::scan::Scanner;
-use crate::table;
-use crate::table::Table;
+use crate::table::{self, Table};
 
 impl FlussSource {
     /// Handles a failed client poll; `positions` are where the batch being built stands.
     /// Transient faults (including a failed re-seek) are logged at WARN and retried; a read the
-    /// server's ACLs refuse is logged at ERROR (once, then at most every 30 s) and retried, so
-    /// the stream resumes by itself when READ is granted again; only
+    /// server's ACLs refuse, or a read of a table that was dropped, is logged at ERROR (once,
+    /// then at most every 30 s) and retried, so the stream resumes by itself when READ is
+    /// granted again; only
     /// `on_offset_out_of_range = "fail"` and unknown faults end the poll with an error.
     pub(super) async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
         // The read-ahead stops at an error, so the scanner must start over whatever happens
