@@ -14,11 +14,9 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use fluss::client::{FlussConnection, EARLIEST_OFFSET};
 use fluss::config::Config;
 use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
@@ -43,34 +41,9 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// A connection for the bare scanners, and the earliest offset of every bucket of `path`.
-async fn bare_setup(
-    bootstrap: &str,
-    path: &TablePath,
-    max_poll_records: usize,
-) -> (FlussConnection, HashMap<i32, i64>) {
-    let conn = FlussConnection::new(Config {
-        bootstrap_servers: bootstrap.to_owned(),
-        scanner_log_max_poll_records: max_poll_records,
-        ..Config::default()
-    })
-    .await
-    .expect("connect");
-    let info = conn
-        .get_admin()
-        .expect("admin")
-        .get_table_info(path)
-        .await
-        .expect("table");
-    let offsets = (0..info.get_num_buckets())
-        .map(|b| (b, EARLIEST_OFFSET))
-        .collect();
-    (conn, offsets)
-}
-
 /// (a): the bare Arrow batch scanner from earliest until `rows` rows arrived.
 async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
-    let (conn, offsets) = bare_setup(
+    let (conn, offsets) = common::bare_setup(
         bootstrap,
         path,
         Config::default().scanner_log_max_poll_records,
@@ -103,7 +76,7 @@ async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
 /// default 8 MiB) unless `E2E_POLL_RECORDS` says otherwise.
 async fn bare_records(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
     let poll_records = env_usize("E2E_POLL_RECORDS", (8 << 20) / 320);
-    let (conn, offsets) = bare_setup(bootstrap, path, poll_records).await;
+    let (conn, offsets) = common::bare_setup(bootstrap, path, poll_records).await;
     let table = conn.get_table(path).await.expect("table");
     let scanner = table.new_scan().create_log_scanner().expect("scanner");
     scanner

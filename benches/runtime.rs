@@ -31,12 +31,11 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fluss::client::{FlussConnection, EARLIEST_OFFSET};
 use fluss::config::Config;
 use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
@@ -72,21 +71,12 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
 /// The bare fluss-rs batch scanner over the whole log table: rows/s from its first non-empty
 /// poll to the last row (the same span the runtime figures use).
 async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> f64 {
-    let conn = FlussConnection::new(Config {
-        bootstrap_servers: bootstrap.to_owned(),
-        ..Config::default()
-    })
-    .await
-    .expect("connect");
-    let info = conn
-        .get_admin()
-        .expect("admin")
-        .get_table_info(path)
-        .await
-        .expect("table");
-    let offsets: HashMap<i32, i64> = (0..info.get_num_buckets())
-        .map(|b| (b, EARLIEST_OFFSET))
-        .collect();
+    let (conn, offsets) = common::bare_setup(
+        bootstrap,
+        path,
+        Config::default().scanner_log_max_poll_records,
+    )
+    .await;
     let table = conn.get_table(path).await.expect("table");
     let scanner = table
         .new_scan()

@@ -11,7 +11,10 @@ use arrow_array::{
 use arrow_schema::{DataType as ArrowType, Field, Schema as ArrowSchema, TimeUnit};
 use std::time::Instant;
 
-use fluss_testkit::fluss::client::FlussConnection;
+use std::collections::HashMap;
+
+use fluss_testkit::fluss::client::{FlussConnection, EARLIEST_OFFSET};
+use fluss_testkit::fluss::config::Config;
 use fluss_testkit::fluss::metadata::{DataField, DataTypes, Schema, TableDescriptor, TablePath};
 use fluss_testkit::{tables, Cluster};
 
@@ -149,4 +152,29 @@ pub async fn load_tables(
         started.elapsed()
     );
     (log, pk)
+}
+
+/// A connection for the bare scanners, and the earliest offset of every bucket of `path`.
+pub async fn bare_setup(
+    bootstrap: &str,
+    path: &TablePath,
+    max_poll_records: usize,
+) -> (FlussConnection, HashMap<i32, i64>) {
+    let conn = FlussConnection::new(Config {
+        bootstrap_servers: bootstrap.to_owned(),
+        scanner_log_max_poll_records: max_poll_records,
+        ..Config::default()
+    })
+    .await
+    .expect("connect");
+    let info = conn
+        .get_admin()
+        .expect("admin")
+        .get_table_info(path)
+        .await
+        .expect("table");
+    let offsets = (0..info.get_num_buckets())
+        .map(|b| (b, EARLIEST_OFFSET))
+        .collect();
+    (conn, offsets)
 }
