@@ -250,6 +250,13 @@ pub fn fault(error: &fluss::error::Error) -> Fault {
     }
 }
 
+/// Whether the server says it cannot find the table being read: fluss-rs passes the server's
+/// "Failed to get tables" on as text only. Kept next to [`fault`], the other reader of messages.
+pub fn table_missing(error: &fluss::error::Error) -> bool {
+    error.api_error() == Some(fluss::error::FlussError::TableNotExist)
+        || error.to_string().contains("Failed to get tables")
+}
+
 /// One line for a fluss-rs error, each cause once. Its own `Display` prints a message and then
 /// the `Debug` form of the source the message was made from (`connection error:
 /// ConnectionError("IO Error: Connection refused")`); this keeps the innermost text that
@@ -402,6 +409,21 @@ mod tests {
         });
         assert_eq!(e.to_string(), "invalid plugin_config: bad");
         assert!(std::error::Error::source(&e).is_none());
+    }
+
+    #[test]
+    fn a_missing_table_is_recognised_by_code_or_by_the_servers_words() {
+        let text = fluss::error::Error::UnexpectedError {
+            message: "FlussRuntimeException: Failed to get tables '[db.t]'".into(),
+            source: None,
+        };
+        assert!(table_missing(&text));
+        assert!(table_missing(&fluss::error::Error::table_not_exist("db.t")));
+        let other = fluss::error::Error::UnexpectedError {
+            message: "something else".into(),
+            source: None,
+        };
+        assert!(!table_missing(&other));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use fluss::rpc::message::OffsetSpec;
 use super::{FlussSource, RETRY_PAUSE};
 use crate::bucket::{BucketKey, Positions};
 use crate::connect::{self, call, CALL_TIMEOUT};
-use crate::error::{Error, Fault, Result};
+use crate::error::{table_missing, Error, Fault, Result};
 use crate::scan::offsets::{self, Reset};
 use crate::scan::Scanner;
 use crate::table::{self, Table};
@@ -144,9 +144,7 @@ async fn table_dropped(table: &Table, error: &Error) -> bool {
     let Error::Fluss { cause, .. } = error else {
         return false;
     };
-    let missing = cause.api_error() == Some(FlussError::TableNotExist)
-        || cause.to_string().contains("Failed to get tables");
-    if !missing {
+    if !table_missing(cause) {
         return false;
     }
     match call(
