@@ -10,7 +10,10 @@
 //! - `json_raw`: `payload_schema = "raw"` and `headers = "none"`, stream `schema = "raw"`;
 //! - `json_5000`: `batch_size = 5000` and the stream's `batch_length = 5000`;
 //! - `debezium`: a primary-key table's changelog as Debezium events;
-//! - `ipc`: Arrow IPC (stream `schema = "raw"`), also against the bare fluss-rs batch scanner.
+//! - `ipc`, `ipc_lz4`, `ipc_zstd`: Arrow IPC (stream `schema = "raw"`) uncompressed and with
+//!   each `arrow_ipc_compression`, also against the bare fluss-rs batch scanner. With the
+//!   default 1,000,000 rows an IPC run lasts under a second (82 messages) and single rounds
+//!   move by 2x; measure them with `E2E_ROWS=5000000 RUNTIME_SHAPES=ipc,ipc_lz4,ipc_zstd`.
 //!
 //! Rows/s count from the first message to the last landing in the topic (the server's
 //! timestamps of offset 0 and of the last offset; one partition), so the runtime's start and
@@ -399,16 +402,27 @@ fn shapes() -> Vec<ShapeSpec> {
             batch: Some(1000),
             literal_payload: true,
         },
-        ShapeSpec {
-            name: "ipc",
-            pk: false,
-            plugin: json!({"payload_format": "arrow_ipc"}),
-            stream_schema: "raw",
-            batch_length: None,
-            batch: None,
-            literal_payload: false,
-        },
     ]
+    .into_iter()
+    .chain(
+        [("ipc", "none"), ("ipc_lz4", "lz4"), ("ipc_zstd", "zstd")].map(|(name, compression)| {
+            ShapeSpec {
+                name,
+                pk: false,
+                plugin: json!({"payload_format": "arrow_ipc", "arrow_ipc_compression": compression}),
+                stream_schema: "raw",
+                batch_length: None,
+                batch: None,
+                literal_payload: false,
+            }
+        }),
+    )
+    .collect()
+}
+
+/// Arrow IPC shapes: a few large messages, counted by rows; compared with the bare scanner.
+fn is_ipc(shape: &ShapeSpec) -> bool {
+    shape.name.starts_with("ipc")
 }
 
 fn ceiling_run(shape: &ShapeSpec, plugin: &Outcome, test_source: &Path) -> Run {
@@ -516,7 +530,7 @@ fn main() {
                 stream_schema: shape.stream_schema,
                 batch_length: shape.batch_length,
                 linger_time: None,
-                messages: (shape.name != "ipc").then_some(expected),
+                messages: (!is_ipc(shape)).then_some(expected),
             };
             let ours = measure(&base, &run, perf_dir.as_deref());
             assert_eq!(ours.rows, expected, "{}: rows delivered", run.label);
@@ -536,7 +550,7 @@ fn main() {
                 theirs.rss_kib as f64 / 1024.0,
             );
             results.entry(shape.name).or_default().push((ours, theirs));
-            if shape.name == "ipc" {
+            if is_ipc(shape) && bare.len() == round {
                 let rate = tokio_runtime().block_on(bare_scanner(cluster.bootstrap(), &log, rows));
                 eprintln!("round {round} bare batch scanner {}/s", fmt_rate(rate));
                 bare.push(rate);
@@ -590,7 +604,7 @@ fn main() {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
-        if shape.name == "ipc" && !bare.is_empty() {
+        if is_ipc(shape) && !bare.is_empty() {
             let bare_rate = median(bare.clone());
             let vs_bare = median(
                 runs.iter()
