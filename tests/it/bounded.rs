@@ -186,11 +186,10 @@ fn bounded_latest_delivers_exactly_the_rows_below_the_first_open() {
 }
 
 #[test]
-fn a_timestamp_stop_point_ends_at_that_time_and_empty_buckets_are_done_at_once() {
+fn a_timestamp_stop_point_ends_at_that_time() {
     let path = unique_table("bounded_ts");
     rt().block_on(async {
         let (conn, admin) = cluster().admin().await;
-        // Four buckets and one sticky write: some buckets stay empty.
         tables::create_log_table(&admin, &path, tables::sample_log_schema(), 4).await;
         write::append_rows(&conn, &path, (0..50).map(sample_row)).await;
     });
@@ -220,4 +219,38 @@ fn a_timestamp_stop_point_ends_at_that_time_and_empty_buckets_are_done_at_once()
     let table = format!("{}.{}", path.database(), path.table());
     assert_eq!(finished_lines(&table).len(), 1);
     s.close();
+}
+
+#[test]
+fn a_bounded_read_of_an_empty_table_is_done_at_once_and_stays_done() {
+    let path = unique_table("bounded_empty");
+    rt().block_on(async {
+        let (_conn, admin) = cluster().admin().await;
+        tables::create_log_table(&admin, &path, tables::sample_log_schema(), 2).await;
+    });
+    let cfg = config(path.table(), json!({"stopping_offset": "latest"}));
+    let mut s = Stream::open(&cfg, None).expect("open");
+    assert_eq!(s.read(1, Duration::from_secs(3), Answer::AckAll), 0);
+    // The stop point goes out in a state of its own, although no position moved.
+    let state = s.close().expect("the stop point was persisted");
+    let table = format!("{}.{}", path.database(), path.table());
+    let lines = finished_lines(&table);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(": finished: 0 rows, offsets [bucket 0@0, bucket 1@0];"),
+        "{}",
+        lines[0]
+    );
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        write::append_rows(&conn, &path, (0..20).map(sample_row)).await;
+    });
+    let mut again = Stream::open(&cfg, Some(state)).expect("reopen");
+    assert_eq!(
+        again.read(1, Duration::from_secs(3), Answer::AckAll),
+        0,
+        "rows written after the stop point are not read after a restart"
+    );
+    again.close();
+    assert_eq!(finished_lines(&table).len(), 2);
 }
