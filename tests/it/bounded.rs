@@ -254,3 +254,41 @@ fn a_bounded_read_of_an_empty_table_is_done_at_once_and_stays_done() {
     again.close();
     assert_eq!(finished_lines(&table).len(), 2);
 }
+
+#[test]
+fn nacks_in_a_bounded_read_redeliver_up_to_the_stop_and_no_further() {
+    let path = unique_table("bounded_nack");
+    rt().block_on(async {
+        let (conn, admin) = cluster().admin().await;
+        tables::create_log_table(&admin, &path, tables::sample_log_schema(), 3).await;
+        write::append_rows(&conn, &path, (0..3000).map(sample_row)).await;
+    });
+    let cfg = config(
+        path.table(),
+        json!({"stopping_offset": "latest", "batch_size": 300}),
+    );
+    let mut s = Stream::open(&cfg, None).expect("open");
+    // Written after the stop point was taken: never delivered.
+    rt().block_on(async {
+        let conn = cluster().connection().await;
+        write::append_rows(&conn, &path, (3000..3500).map(sample_row)).await;
+    });
+    s.read(usize::MAX, Duration::from_secs(5), Answer::NackEvery(3));
+    assert!(!s.nacked.is_empty(), "some batches were nacked");
+    let mut got = ids(&s.acked);
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        (0..3000).collect::<Vec<_>>(),
+        "each row below the stop once"
+    );
+    assert!(
+        s.nacked
+            .iter()
+            .all(|m| m.payload["id"].as_i64().unwrap() < 3000),
+        "a nacked batch holds no row past the stop either"
+    );
+    let table = format!("{}.{}", path.database(), path.table());
+    assert_eq!(finished_lines(&table).len(), 1);
+    s.close();
+}
