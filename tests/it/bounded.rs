@@ -14,6 +14,7 @@ use fluss_testkit::tables::{self, sample_row};
 use fluss_testkit::{unique_table, write};
 use serde_json::json;
 
+use crate::bad_input::{refused, Case};
 use crate::fixture::{assert_bucket_order, cluster, config, ids, rt, Answer, Received, Stream};
 
 const IDLE: Duration = Duration::from_secs(10);
@@ -245,7 +246,7 @@ fn a_bounded_read_of_an_empty_table_is_done_at_once_and_stays_done() {
         let conn = cluster().connection().await;
         write::append_rows(&conn, &path, (0..20).map(sample_row)).await;
     });
-    let mut again = Stream::open(&cfg, Some(state)).expect("reopen");
+    let mut again = Stream::open(&cfg, Some(state.clone())).expect("reopen");
     assert_eq!(
         again.read(1, Duration::from_secs(3), Answer::AckAll),
         0,
@@ -253,6 +254,15 @@ fn a_bounded_read_of_an_empty_table_is_done_at_once_and_stays_done() {
     );
     again.close();
     assert_eq!(finished_lines(&table).len(), 2);
+    // Another stop point for the same state is refused: the positions may be past it.
+    refused(
+        &Case::new(
+            "stopping_offset changed after the first open",
+            config(path.table(), json!({"stopping_offset": "timestamp:1000"})),
+            "the saved state stops at the offsets taken for `stopping_offset` = \"latest\", but `stopping_offset` is now \"timestamp:1000\"; set it back to \"latest\", remove it to read on without end from the saved positions, or delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`",
+        )
+        .with_state(state),
+    );
 }
 
 #[test]
