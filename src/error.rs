@@ -124,6 +124,29 @@ pub enum Error {
         table_id: i64,
     },
 
+    /// The saved state was written by an instance with another share of the buckets.
+    #[snafu(display(
+        "the saved state was written with {saved}, but this connector is configured with {configured} (a state holds the positions of one share of the buckets; they are not re-mapped); set `instance_index` = {} and `instance_count` = {} again, or {RESET_HINT}",
+        saved.index, saved.count
+    ))]
+    StateAssignment {
+        saved: crate::assign::Assignment,
+        configured: crate::assign::Assignment,
+    },
+
+    /// The saved stop point was taken for another `stopping_offset`.
+    #[snafu(display(
+        "the saved state stops at the offsets taken for `stopping_offset` = {saved}, but `stopping_offset` is now {configured}; set it back to {saved}, remove it to read on without end from the saved positions, or {RESET_HINT}"
+    ))]
+    StateStop {
+        saved: crate::bound::StoppingOffset,
+        configured: crate::bound::StoppingOffset,
+    },
+
+    /// `partitions` does not fit the table.
+    #[snafu(display("{reason}"))]
+    PartitionFilter { reason: String },
+
     /// The positions could not be encoded for the runtime's state file.
     #[snafu(display("cannot encode the connector state: {cause}"))]
     StateEncode { cause: rmp_serde::encode::Error },

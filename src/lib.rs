@@ -8,6 +8,9 @@
 //! Modules, in the order data flows:
 //! - [`options`]: the values of every enumerated key, listed once;
 //! - [`config`]: `[plugin_config]` parsed and validated key by key;
+//! - [`assign`]: which buckets one instance of several reads (scale-out);
+//! - [`bound`]: where a bounded read stops;
+//! - [`prune`]: which partitions are read;
 //! - [`connect`]: the cluster connection, client tuning and the deadline of every call;
 //! - [`table`]: the configured table, checked against `table_type` and `columns`;
 //! - [`bucket`]: bucket keys and positions (a leaf every module may use);
@@ -25,7 +28,9 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod assign;
 pub mod batch;
+pub mod bound;
 pub mod bucket;
 pub mod buckets;
 pub mod config;
@@ -34,6 +39,7 @@ pub mod encode;
 pub mod error;
 pub mod message;
 pub mod options;
+pub mod prune;
 pub mod runtime_json;
 pub mod scan;
 pub mod source;

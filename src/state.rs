@@ -12,6 +12,8 @@ use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::ConnectorState;
 use serde::{Deserialize, Serialize};
 
+use crate::assign::Assignment;
+use crate::bound::{Stop, StoppingOffset};
 use crate::bucket::{BucketKey, Positions};
 use crate::error::{Error, Result};
 
@@ -19,13 +21,51 @@ use crate::error::{Error, Result};
 pub const STATE_VERSION: u32 = 1;
 
 /// The persisted record. Fields are positional in MessagePack (the SDK uses compact
-/// `rmp_serde`), so new fields may only be appended with a version bump.
+/// `rmp_serde`), so new fields are only appended, with `#[serde(default)]` so records
+/// written before them still load.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct PersistedState {
     version: u32,
     table_id: TableId,
     table: String,
     positions: Vec<(Option<PartitionId>, BucketId, i64)>,
+    /// The share of the buckets the state covers; records without it were written by a single
+    /// instance reading everything.
+    #[serde(default)]
+    assignment: Assignment,
+    /// The stop point of a bounded read (`None`: unbounded).
+    #[serde(default)]
+    stop: Option<(StoppingOffset, Vec<PersistedPosition>)>,
+}
+
+/// One bucket's offset as persisted: `(partition, bucket, offset)`.
+type PersistedPosition = (Option<PartitionId>, BucketId, i64);
+
+/// What a state covers besides its positions: the instance's share and the stop point.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope<'a> {
+    /// The share of the buckets the positions belong to.
+    pub assignment: Assignment,
+    /// The stop point of a bounded read.
+    pub stop: Option<&'a Stop>,
+}
+
+fn persisted(positions: &Positions) -> Vec<PersistedPosition> {
+    positions
+        .iter()
+        .map(|(k, off)| (k.partition, k.bucket, *off))
+        .collect()
+}
+
+fn restored(positions: Vec<PersistedPosition>) -> Result<Positions> {
+    let mut restored = Positions::new();
+    for (partition, bucket, offset) in positions {
+        if offset < 0 || bucket < 0 {
+            return Err(Error::StateImpossible { bucket, offset });
+        }
+        restored.insert(BucketKey { partition, bucket }, offset);
+    }
+    Ok(restored)
 }
 
 /// State restored from the runtime, before it is checked against the table.
@@ -37,19 +77,27 @@ pub struct SavedState {
     pub table: String,
     /// The committed positions.
     pub positions: Positions,
+    /// The share of the buckets it was written for.
+    pub assignment: Assignment,
+    /// The stop point of the bounded read it was written by, if any.
+    pub stop: Option<Stop>,
 }
 
 impl SavedState {
     /// Encodes positions of `table_id` for the runtime's state file.
-    pub fn encode(table_id: TableId, table: &str, positions: &Positions) -> Result<ConnectorState> {
+    pub fn encode(
+        table_id: TableId,
+        table: &str,
+        positions: &Positions,
+        scope: Scope<'_>,
+    ) -> Result<ConnectorState> {
         let record = PersistedState {
             version: STATE_VERSION,
             table_id,
             table: table.to_owned(),
-            positions: positions
-                .iter()
-                .map(|(k, off)| (k.partition, k.bucket, *off))
-                .collect(),
+            positions: persisted(positions),
+            assignment: scope.assignment,
+            stop: scope.stop.map(|stop| (stop.at, persisted(&stop.offsets))),
         };
         // The SDK's `ConnectorState::serialize` is this same call; calling it directly keeps
         // the rmp-serde error typed.
@@ -71,17 +119,32 @@ impl SavedState {
                 expected: STATE_VERSION,
             });
         }
-        let mut positions = Positions::new();
-        for (partition, bucket, offset) in record.positions {
-            if offset < 0 || bucket < 0 {
-                return Err(Error::StateImpossible { bucket, offset });
-            }
-            positions.insert(BucketKey { partition, bucket }, offset);
-        }
+        let stop = match record.stop {
+            Some((at, offsets)) => Some(Stop {
+                at,
+                offsets: restored(offsets)?,
+            }),
+            None => None,
+        };
         Ok(Self {
             table_id: record.table_id,
             table: record.table,
-            positions,
+            positions: restored(record.positions)?,
+            assignment: record.assignment,
+            stop,
+        })
+    }
+
+    /// Refuses state written by an instance with another share of the buckets: its positions
+    /// would leave the buckets that moved here unread from their saved offsets, or read
+    /// buckets another instance now owns.
+    pub fn check_assignment(&self, configured: Assignment) -> Result<()> {
+        if self.assignment == configured {
+            return Ok(());
+        }
+        Err(Error::StateAssignment {
+            saved: self.assignment,
+            configured,
         })
     }
 
@@ -133,6 +196,11 @@ impl Progress {
     /// The positions the next batch starts from: the newest staged ones, if any.
     pub fn current(&self) -> &Positions {
         self.staged.back().map_or(&self.committed, |(p, _)| p)
+    }
+
+    /// Whether some batch handed over is still unanswered.
+    pub fn has_staged(&self) -> bool {
+        !self.staged.is_empty()
     }
 
     /// Records the positions reached by a batch being handed over, and what it carries.
@@ -194,7 +262,7 @@ mod tests {
 
     #[test]
     fn state_round_trips() {
-        let bytes = SavedState::encode(42, "fluss.orders", &positions()).unwrap();
+        let bytes = SavedState::encode(42, "fluss.orders", &positions(), Scope::default()).unwrap();
         let saved = SavedState::decode(&bytes).unwrap();
         assert_eq!(saved.table_id, 42);
         assert_eq!(saved.table, "fluss.orders");
@@ -204,7 +272,7 @@ mod tests {
 
     #[test]
     fn state_of_another_table_is_refused_with_the_fix() {
-        let bytes = SavedState::encode(42, "fluss.orders", &positions()).unwrap();
+        let bytes = SavedState::encode(42, "fluss.orders", &positions(), Scope::default()).unwrap();
         let saved = SavedState::decode(&bytes).unwrap();
         let e = saved
             .check_table(43, "fluss.orders")
@@ -212,6 +280,76 @@ mod tests {
             .to_string();
         assert!(e.contains("belongs to table fluss.orders (id 42)"), "{e}");
         assert!(e.contains("delete the connector's state file"), "{e}");
+    }
+
+    /// The version-1 record as written before assignments and stop points existed.
+    #[derive(Serialize)]
+    struct V1 {
+        version: u32,
+        table_id: TableId,
+        table: String,
+        positions: Vec<(Option<PartitionId>, BucketId, i64)>,
+    }
+
+    #[test]
+    fn state_written_before_assignments_loads_as_one_instance_reading_everything() {
+        let v1 = V1 {
+            version: 1,
+            table_id: 42,
+            table: "fluss.orders".into(),
+            positions: vec![(None, 0, 10), (Some(7), 1, 5)],
+        };
+        let bytes = ConnectorState(rmp_serde::to_vec(&v1).unwrap());
+        let saved = SavedState::decode(&bytes).unwrap();
+        assert_eq!(saved.positions.len(), 2);
+        assert_eq!(saved.assignment, Assignment::ALL);
+        assert_eq!(saved.stop, None);
+        saved.check_assignment(Assignment::ALL).unwrap();
+        assert!(saved
+            .check_assignment(Assignment::try_new(0, 3).unwrap())
+            .is_err());
+    }
+
+    #[test]
+    fn assignment_and_stop_point_round_trip() {
+        let share = Assignment::try_new(1, 3).unwrap();
+        let stop = Stop {
+            at: StoppingOffset::Timestamp(1_700_000_000_000),
+            offsets: positions(),
+        };
+        let bytes = SavedState::encode(
+            42,
+            "fluss.orders",
+            &positions(),
+            Scope {
+                assignment: share,
+                stop: Some(&stop),
+            },
+        )
+        .unwrap();
+        let saved = SavedState::decode(&bytes).unwrap();
+        assert_eq!(saved.assignment, share);
+        assert_eq!(saved.stop, Some(stop));
+    }
+
+    #[test]
+    fn state_of_another_share_is_refused_naming_both_and_the_fix() {
+        let bytes = SavedState::encode(
+            42,
+            "fluss.orders",
+            &positions(),
+            Scope {
+                assignment: Assignment::try_new(1, 3).unwrap(),
+                stop: None,
+            },
+        )
+        .unwrap();
+        let saved = SavedState::decode(&bytes).unwrap();
+        let e = saved
+            .check_assignment(Assignment::try_new(1, 2).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "the saved state was written with instance_index = 1, instance_count = 3, but this connector is configured with instance_index = 1, instance_count = 2 (a state holds the positions of one share of the buckets; they are not re-mapped); set `instance_index` = 1 and `instance_count` = 3 again, or delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`");
     }
 
     #[test]
@@ -237,6 +375,8 @@ mod tests {
             table_id: 1,
             table: "a.b".into(),
             positions: vec![],
+            assignment: Assignment::ALL,
+            stop: None,
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
@@ -250,6 +390,8 @@ mod tests {
             table_id: 1,
             table: "a.b".into(),
             positions: vec![(None, 0, -3)],
+            assignment: Assignment::ALL,
+            stop: None,
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         assert!(SavedState::decode(&bytes).is_err());

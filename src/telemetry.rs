@@ -224,6 +224,20 @@ impl Telemetry {
         }
     }
 
+    /// A bounded read is complete: every bucket reached its stop offset and was acknowledged.
+    pub fn finished(&self, stops: &Positions) {
+        let stops: Vec<String> = stops
+            .iter()
+            .map(|(key, off)| format!("{key}@{off}"))
+            .collect();
+        tracing::info!(
+            "{}: finished: {} rows, offsets [{}]; nothing more is read (remove `stopping_offset` to read on)",
+            self.prefix,
+            self.rows_total,
+            stops.join(", ")
+        );
+    }
+
     /// The INFO line at close.
     pub fn closed(&self) {
         tracing::info!(

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use iggy_connector_fluss_source::bucket::{BucketKey, Positions};
 use iggy_connector_fluss_source::config::Config;
-use iggy_connector_fluss_source::state::SavedState;
+use iggy_connector_fluss_source::state::{SavedState, Scope};
 use iggy_connector_sdk::ConnectorState;
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
@@ -161,9 +161,10 @@ fn damaged_state() -> impl Strategy<Value = Vec<u8>> {
         prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 1..6),
     )
         .prop_map(|(table_id, positions, edits)| {
-            let mut bytes = SavedState::encode(table_id, "fluss.orders", &positions)
-                .expect("encode")
-                .0;
+            let mut bytes =
+                SavedState::encode(table_id, "fluss.orders", &positions, Scope::default())
+                    .expect("encode")
+                    .0;
             for (at, byte, kind) in edits {
                 if bytes.is_empty() {
                     bytes.push(byte);
@@ -215,7 +216,7 @@ proptest! {
 
     #[test]
     fn state_round_trips(table_id in any::<i64>(), table in any::<String>(), positions in positions()) {
-        let encoded = SavedState::encode(table_id, &table, &positions).expect("encode");
+        let encoded = SavedState::encode(table_id, &table, &positions, Scope::default()).expect("encode");
         let decoded = SavedState::decode(&encoded).expect("decode");
         prop_assert_eq!(decoded.table_id, table_id);
         prop_assert_eq!(decoded.table, table);

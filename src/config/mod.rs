@@ -12,10 +12,13 @@ use serde::Deserialize;
 use serde_json::Value;
 use snafu::Snafu;
 
+use crate::assign::Assignment;
+use crate::bound::StoppingOffset;
 use crate::options::{
     ChangelogFormat, DecimalFormat, HeaderSet, IpcCompression, JsonOptions, OutOfRangePolicy,
     PayloadFormat, PayloadSchema, StartingOffset, TableType, TemporalFormat,
 };
+use crate::prune::PartitionFilter;
 
 /// Default `batch_size`: upstream Iggy sources and the runtime's producer batch 1000 messages.
 pub const DEFAULT_BATCH_SIZE: usize = 1000;
@@ -122,6 +125,12 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Per-batch logs at INFO instead of DEBUG.
     pub verbose_logging: bool,
+    /// This instance's share of the buckets (`instance_index`, `instance_count`).
+    pub assignment: Assignment,
+    /// Where a bounded read stops (`None` = never).
+    pub stopping_offset: Option<StoppingOffset>,
+    /// The partitions read (`None` = all).
+    pub partitions: Option<PartitionFilter>,
 }
 
 impl Config {
@@ -216,6 +225,10 @@ struct RawConfig {
     sasl_password: Option<Value>,
     connect_timeout: Option<Value>,
     verbose_logging: Option<Value>,
+    instance_index: Option<Value>,
+    instance_count: Option<Value>,
+    stopping_offset: Option<Value>,
+    partitions: Option<Value>,
 }
 
 impl RawConfig {
@@ -292,14 +305,17 @@ impl RawConfig {
                 false,
             )?,
             verbose_logging: boolean("verbose_logging", self.verbose_logging, false)?,
+            assignment: assignment(self.instance_index, self.instance_count)?,
+            stopping_offset: stopping_offset(self.stopping_offset)?,
+            partitions: partitions(self.partitions)?,
         })
     }
 }
 
 mod values;
 use values::{
-    boolean, bootstrap, choice, columns, duration, headers, integer, name, required, sasl,
-    starting_offset,
+    assignment, boolean, bootstrap, choice, columns, duration, headers, integer, name, partitions,
+    required, sasl, starting_offset, stopping_offset,
 };
 
 #[cfg(test)]

@@ -304,3 +304,93 @@ fn the_password_never_shows_in_debug_or_errors() {
     let e = error_for(json!({"sasl_password": ["hunter2-secret"], "sasl_username": "a"}));
     assert!(!e.to_string().contains("hunter2"), "{e}");
 }
+
+#[test]
+fn instance_index_and_count_give_this_instance_its_share() {
+    let c = parse(json!({})).unwrap();
+    assert_eq!(c.assignment, Assignment::ALL);
+    let c = parse(json!({"instance_index": 2, "instance_count": "3"})).unwrap();
+    assert_eq!(c.assignment, Assignment::try_new(2, 3).unwrap());
+    let e = error_for(json!({"instance_index": 3, "instance_count": 3}));
+    assert_eq!(e.key, "instance_index");
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `instance_index` = 3 is not below `instance_count` = 3; set `instance_count` to the number of instances sharing the table on every one of them, and give each its own `instance_index` from 0 to 2"
+    );
+    let e = error_for(json!({"instance_index": 1}));
+    assert_eq!(e.key, "instance_index", "an index without a count: {e}");
+    let e = error_for(json!({"instance_count": 0}));
+    assert_eq!(e.key, "instance_count");
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `instance_count` = 0 is not valid; use the number of connector instances sharing the table (1 or more)"
+    );
+    let e = error_for(json!({"instance_index": -1, "instance_count": 3}));
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `instance_index` = -1 is not valid; use a whole number from 0 to 65535"
+    );
+    let e = error_for(json!({"instance_count": "many"}));
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `instance_count` = \"many\" is not valid; use a whole number from 0 to 65536"
+    );
+}
+
+#[test]
+fn stopping_offset_is_latest_or_a_timestamp() {
+    use crate::bound::StoppingOffset;
+    assert_eq!(parse(json!({})).unwrap().stopping_offset, None);
+    let c = parse(json!({"stopping_offset": "LATEST"})).unwrap();
+    assert_eq!(c.stopping_offset, Some(StoppingOffset::Latest));
+    let c = parse(json!({"stopping_offset": "timestamp:1700000000000"})).unwrap();
+    assert_eq!(
+        c.stopping_offset,
+        Some(StoppingOffset::Timestamp(1_700_000_000_000))
+    );
+    let c = parse(json!({"stopping_offset": "timestamp:2023-11-14T22:13:20Z"})).unwrap();
+    assert_eq!(
+        c.stopping_offset,
+        Some(StoppingOffset::Timestamp(1_700_000_000_000))
+    );
+    for bad in [
+        json!("earliest"),
+        json!("timestamp:soon"),
+        json!(12),
+        json!([]),
+    ] {
+        let e = error_for(json!({ "stopping_offset": bad }));
+        assert_eq!(e.key, "stopping_offset");
+        assert_eq!(
+            e.to_string(),
+            format!("invalid plugin_config: `stopping_offset` = {bad} is not valid; use \"latest\" (the offsets at first open) or \"timestamp:<RFC 3339 UTC time or epoch ms>\", or remove the key to read without end")
+        );
+    }
+}
+
+#[test]
+fn partitions_select_by_partition_key_values() {
+    assert_eq!(parse(json!({})).unwrap().partitions, None);
+    let c = parse(json!({"partitions": ["region=eu", "region=us/year=2024"]})).unwrap();
+    assert_eq!(
+        c.partitions.unwrap().to_string(),
+        "region=eu, region=us/year=2024"
+    );
+    let c = parse(json!({"partitions": "region=eu, region=us"})).unwrap();
+    assert_eq!(c.partitions.unwrap().to_string(), "region=eu, region=us");
+    let e = error_for(json!({"partitions": ["eu"]}));
+    assert_eq!(e.key, "partitions");
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `partitions` entry \"eu\" is not valid; give each entry as key=value pairs joined by '/', e.g. [\"region=eu\", \"region=us/year=2024\"]"
+    );
+    let e = error_for(json!({"partitions": []}));
+    assert!(e.message.starts_with("`partitions` is empty"), "{e}");
+    let e = error_for(json!({"partitions": 5}));
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `partitions` = 5 is not valid; use a list of key=value[/key=value…] entries, e.g. [\"region=eu\", \"region=us\"]"
+    );
+    let e = error_for(json!({"partitions": "region=eu/region=us"}));
+    assert!(e.message.contains("names `region` twice"), "{e}");
+}

@@ -7,7 +7,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{invalid, ConfigError, Sasl, Secret};
+use crate::assign::Assignment;
+use crate::bound::StoppingOffset;
 use crate::options::{Choice, Header, HeaderSet, StartingOffset};
+use crate::prune::PartitionFilter;
 
 pub(super) fn required(key: &'static str, value: Option<Value>) -> Result<Value, ConfigError> {
     match value {
@@ -293,4 +296,66 @@ pub(super) fn sasl(
             message: "SASL needs `sasl_password` as well as `sasl_username`".into(),
         }),
     }
+}
+
+/// Most instances one table can be shared by: far more than any table has buckets.
+const MAX_INSTANCES: usize = 65_536;
+
+/// `instance_index` and `instance_count`: this instance's share of the buckets.
+pub(super) fn assignment(
+    index: Option<Value>,
+    count: Option<Value>,
+) -> Result<Assignment, ConfigError> {
+    let index = integer("instance_index", index, 0, 0, MAX_INSTANCES - 1)?;
+    let count = integer("instance_count", count, 1, 0, MAX_INSTANCES)?;
+    // Both fit in u32: they are bounded by MAX_INSTANCES above.
+    Assignment::try_new(index as u32, count as u32).map_err(|message| ConfigError {
+        key: if count == 0 {
+            "instance_count"
+        } else {
+            "instance_index"
+        },
+        message,
+    })
+}
+
+/// `stopping_offset`: `"latest"` or `"timestamp:<RFC 3339 UTC time or epoch ms>"`.
+pub(super) fn stopping_offset(value: Option<Value>) -> Result<Option<StoppingOffset>, ConfigError> {
+    const KEY: &str = "stopping_offset";
+    const ACCEPTED: &str = "use \"latest\" (the offsets at first open) or \"timestamp:<RFC 3339 UTC time or epoch ms>\", or remove the key to read without end";
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let s = text(KEY, &value, ACCEPTED)?.to_ascii_lowercase();
+    let parsed = if s == "latest" {
+        Some(StoppingOffset::Latest)
+    } else {
+        s.strip_prefix("timestamp:")
+            .and_then(|ts| timestamp_millis(ts.trim()))
+            .map(StoppingOffset::Timestamp)
+    };
+    parsed
+        .map(Some)
+        .ok_or_else(|| invalid(KEY, &value, ACCEPTED))
+}
+
+/// `partitions`: a list (or comma-separated string) of `key=value[/key=value…]` entries.
+pub(super) fn partitions(value: Option<Value>) -> Result<Option<PartitionFilter>, ConfigError> {
+    const KEY: &str = "partitions";
+    const ACCEPTED: &str =
+        "use a list of key=value[/key=value…] entries, e.g. [\"region=eu\", \"region=us\"]";
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let entries: Vec<String> = match &value {
+        Value::String(s) => s.split(',').map(|e| e.trim().to_owned()).collect(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| text(KEY, item, ACCEPTED))
+            .collect::<Result<_, _>>()?,
+        _ => return Err(invalid(KEY, &value, ACCEPTED)),
+    };
+    PartitionFilter::parse(&entries)
+        .map(Some)
+        .map_err(|message| ConfigError { key: KEY, message })
 }

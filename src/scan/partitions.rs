@@ -8,13 +8,14 @@ use fluss::PartitionId;
 
 use crate::connect::{call, CALL_TIMEOUT};
 use crate::error::Result;
+use crate::prune::PartitionFilter;
 use crate::table::Table;
 
 /// Partition id → partition name (values joined by `$`, as Fluss names them).
 pub type PartitionNames = HashMap<PartitionId, String>;
 
-/// The partitions the table has now.
-pub async fn list(table: &Table) -> Result<PartitionNames> {
+/// The partitions the table has now, those `filter` selects (`partitions`) if given.
+pub async fn list(table: &Table, filter: Option<&PartitionFilter>) -> Result<PartitionNames> {
     let infos = call(
         "list_partition_infos",
         CALL_TIMEOUT,
@@ -23,6 +24,10 @@ pub async fn list(table: &Table) -> Result<PartitionNames> {
     .await?;
     Ok(infos
         .into_iter()
+        .filter(|p| {
+            let spec = p.get_resolved_partition_spec();
+            filter.is_none_or(|f| f.matches(spec.get_partition_keys(), spec.get_partition_values()))
+        })
         .map(|p| (p.get_partition_id(), p.get_partition_name()))
         .collect())
 }

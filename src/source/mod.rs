@@ -14,9 +14,12 @@
 
 use std::time::{Duration, Instant};
 
+use fluss::record::ScanRecord;
 use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, SourceBatchResult};
 
+use crate::assign::Assignment;
 use crate::batch::Batch;
+use crate::bound::Bound;
 use crate::bucket::{BucketKey, Positions};
 use crate::buckets::Buckets;
 use crate::config::Config;
@@ -29,10 +32,11 @@ use crate::runtime_json;
 use crate::scan::offsets;
 use crate::scan::partitions::{self, PartitionNames};
 use crate::scan::Scanner;
-use crate::state::{Progress, SavedState, Tally};
+use crate::state::{Progress, SavedState, Scope, Tally};
 use crate::table::Table;
 use crate::telemetry::Telemetry;
 
+mod bounded;
 mod recovery;
 mod upkeep;
 
@@ -63,6 +67,14 @@ pub struct FlussSource {
     idle_since: Option<Instant>,
     last_liveness: Instant,
     telemetry: Telemetry,
+    /// Where a bounded read stops (`stopping_offset`); unbounded by default.
+    bound: Bound,
+    /// The stop point was taken at this open and no acknowledged state holds it yet, so the
+    /// next poll hands over a state even if no position moved (a restart must stop at the
+    /// same place, even when every bucket was empty).
+    stop_unsaved: bool,
+    /// The `finished` line was logged.
+    finished: bool,
 }
 
 impl Source for FlussSource {
@@ -77,15 +89,30 @@ impl Source for FlussSource {
         let qualified = config.qualified_table();
         if let Some(saved) = &saved {
             saved.check_table(table.id(), &qualified)?;
+            saved.check_assignment(config.assignment)?;
+        }
+        if let Some(filter) = &config.partitions {
+            filter
+                .check(&qualified, table.info.get_partition_keys())
+                .map_err(|reason| Error::PartitionFilter { reason })?;
         }
         let encoder = encoder_for(&config, &table)?;
         let key_order = runtime_json::check(&config, &table.fields, table.primary_key)?;
         let partitions = if table.info.is_partitioned() {
-            partitions::list(&table).await?
+            partitions::list(&table, config.partitions.as_ref()).await?
         } else {
             PartitionNames::new()
         };
-        let all_keys = bucket_keys(&table, partitions.keys().copied());
+        let mut all_keys = bucket_keys(&table, config.assignment, partitions.keys().copied());
+        let (bound, stop_unsaved) = bounded::open(
+            &table,
+            &all_keys,
+            &partitions,
+            config.stopping_offset,
+            saved.as_ref(),
+        )
+        .await?;
+        all_keys.retain(|key| bound.reads(key));
         let mut committed = Positions::new();
         let mut starts = Vec::with_capacity(all_keys.len());
         let mut fresh = Vec::new();
@@ -106,9 +133,15 @@ impl Source for FlussSource {
         }
         starts.sort_by_key(|(k, _, _)| *k);
         let stamper = Stamper::new(table.id(), &qualified, config.headers)?;
-        let scanner = Scanner::build(&table, &committed, connect::readers(&config)).await?;
+        let scanner = Scanner::build(
+            &table,
+            &bound.unfinished(&committed),
+            connect::readers(&config),
+        )
+        .await?;
         let telemetry = Telemetry::new(id, &qualified, config.verbose_logging);
-        telemetry.opened(&summary(&config, &table, partitions.len()), &starts);
+        let summary = summary(&config, &table, partitions.len()) + &bounded::share(&config, &bound);
+        telemetry.opened(&summary, &starts);
         if let Some(warning) = key_order {
             telemetry.key_order(&warning);
         }
@@ -124,11 +157,17 @@ impl Source for FlussSource {
             idle_since: None,
             last_liveness: Instant::now(),
             telemetry,
+            bound,
+            stop_unsaved,
+            finished: false,
         })
     }
 
     async fn poll(&mut self) -> Result<ProducedMessages> {
         self.maintain().await?;
+        if self.bound.finished(self.progress.current()) {
+            return self.idle_when_finished().await;
+        }
         let deadline = Instant::now() + self.config.poll_interval;
         let mut batch = Batch::new(self.config.batch_size, self.config.max_batch_bytes);
         let mut positions = self.progress.current().clone();
@@ -165,6 +204,8 @@ impl Source for FlussSource {
                                 partition: bucket.partition_id(),
                                 bucket: bucket.bucket_id(),
                             };
+                            let mut records = records;
+                            self.bound.trim(&key, &mut records, ScanRecord::offset);
                             self.buckets.queue(key, records);
                         }
                     }
@@ -172,22 +213,14 @@ impl Source for FlussSource {
                 Err(error) => self.recover(error, &mut positions).await?,
             }
         }
-        // Only a batch that moved some position is sent (and answered), so only such a batch
-        // is staged: with poll-ahead, `current()` is the batch in flight.
-        let state = if &positions != self.progress.current() {
-            let state =
-                SavedState::encode(self.table.id(), &self.config.qualified_table(), &positions)?;
-            self.progress.stage(
-                positions,
-                Tally {
-                    messages: batch.len() as u64,
-                    rows: records as u64,
-                },
-            );
-            Some(state)
-        } else {
-            None
-        };
+        self.unsubscribe_done(&positions).await;
+        let state = self.stage(
+            positions,
+            Tally {
+                messages: batch.len() as u64,
+                rows: records as u64,
+            },
+        )?;
         if !batch.is_empty() {
             self.telemetry
                 .batch(batch.len(), records, batch.bytes(), encode_time);
@@ -210,6 +243,8 @@ impl Source for FlussSource {
     async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {
         match result {
             SourceBatchResult::Ack => {
+                // Every state handed over holds the stop point.
+                self.stop_unsaved = false;
                 let tally = self.progress.commit();
                 self.telemetry.acknowledged(tally);
                 Ok(())
@@ -228,8 +263,44 @@ impl Source for FlussSource {
     }
 }
 
-/// Every bucket of the table, or of each given partition.
-fn bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> Vec<BucketKey> {
+impl FlussSource {
+    /// Stages `positions` for the batch being handed over and returns the state it carries.
+    /// Only a batch that moved some position (or carries a new stop point) is sent and
+    /// answered, so only such a batch is staged: with poll-ahead, `current()` is the batch in
+    /// flight.
+    fn stage(&mut self, positions: Positions, tally: Tally) -> Result<Option<ConnectorState>> {
+        let force = self.stop_unsaved && !self.progress.has_staged();
+        if &positions == self.progress.current() && !force {
+            return Ok(None);
+        }
+        let scope = Scope {
+            assignment: self.config.assignment,
+            stop: self.bound.stop(),
+        };
+        let state = SavedState::encode(
+            self.table.id(),
+            &self.config.qualified_table(),
+            &positions,
+            scope,
+        )?;
+        self.progress.stage(positions, tally);
+        Ok(Some(state))
+    }
+}
+
+/// Every bucket of the table, or of each given partition, that `assignment` gives this
+/// instance.
+fn bucket_keys(
+    table: &Table,
+    assignment: Assignment,
+    partitions: impl IntoIterator<Item = i64>,
+) -> Vec<BucketKey> {
+    let mut keys = all_bucket_keys(table, partitions);
+    keys.retain(|key| assignment.owns(key));
+    keys
+}
+
+fn all_bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> Vec<BucketKey> {
     let buckets = 0..table.buckets();
     if table.info.is_partitioned() {
         partitions

@@ -69,7 +69,9 @@ impl FlussSource {
     pub(super) async fn rebuild(&mut self, positions: &Positions) -> Result<()> {
         self.buckets.clear_queued();
         self.scanner = None;
-        match Scanner::build(&self.table, positions, connect::readers(&self.config)).await {
+        // Buckets a bounded read finished are not subscribed again.
+        let reading = self.bound.unfinished(positions);
+        match Scanner::build(&self.table, &reading, connect::readers(&self.config)).await {
             Ok(scanner) => {
                 self.scanner = Some(scanner);
                 Ok(())

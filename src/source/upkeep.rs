@@ -113,16 +113,26 @@ impl FlussSource {
 
     /// Subscribes new partitions from their earliest offset and forgets dropped ones.
     pub(super) async fn discover(&mut self) -> Result<()> {
-        let now = partitions::list(&self.table).await?;
-        let changes = partitions::diff(self.buckets.partitions(), &now);
+        let now = partitions::list(&self.table, self.config.partitions.as_ref()).await?;
+        let mut changes = partitions::diff(self.buckets.partitions(), &now);
+        // A partition is only taken on if this instance reads some bucket of it: it owns one
+        // (`instance_index`) and a bounded read's stop point covers it (it never covers
+        // partitions created after it was taken).
+        let assignment = self.config.assignment;
+        changes.added.retain(|p| {
+            bucket_keys(&self.table, assignment, [*p])
+                .iter()
+                .any(|key| self.bound.reads(key))
+        });
         if changes.added.is_empty() && changes.dropped.is_empty() {
             return Ok(());
         }
         let mut dropped = Vec::with_capacity(changes.dropped.len());
         for partition in &changes.dropped {
             let name = self.buckets.drop_partition(*partition).unwrap_or_default();
-            for key in bucket_keys(&self.table, [*partition]) {
+            for key in bucket_keys(&self.table, assignment, [*partition]) {
                 self.progress.forget(&key);
+                self.bound.forget(&key);
                 if let Some(scanner) = self.scanner.as_mut() {
                     // The scanner already ignores a vanished partition; unsubscribing stops
                     // its warnings. A failure here is harmless.
@@ -133,14 +143,14 @@ impl FlussSource {
         }
         // Registered only once their start offsets are known, so a failed listing is simply
         // retried by the next discovery.
-        let new_keys = bucket_keys(&self.table, changes.added.iter().copied());
+        let new_keys = bucket_keys(&self.table, assignment, changes.added.iter().copied());
         let starts = offsets::list(&self.table, &new_keys, &now, OffsetSpec::Earliest).await?;
         let mut added = Vec::with_capacity(changes.added.len());
         for partition in &changes.added {
             let Some(name) = now.get(partition) else {
                 continue;
             };
-            let keys = bucket_keys(&self.table, [*partition]);
+            let keys = bucket_keys(&self.table, assignment, [*partition]);
             self.buckets
                 .add_partition(*partition, name.clone(), &keys)?;
             added.push((*partition, name.clone()));

@@ -1,0 +1,152 @@
+//! Scale-out: which buckets one instance of a set reads (`instance_index`, `instance_count`).
+//!
+//! Every bucket of every partition has exactly one owner, computed from its key alone, so
+//! instances agree without talking to each other, and partitions created later are shared out
+//! the same way. The owner is the one Flink's Fluss source gives a split (its
+//! `FlinkSourceEnumerator::getSplitOwner`):
+//!
+//! ```text
+//! start = partition id ? ((Long.hashCode(partition id) * 31) & 0x7FFFFFFF) % count : 0
+//! owner = (start + bucket) % count
+//! ```
+//!
+//! where `Long.hashCode(p) = (int) (p ^ (p >>> 32))` and the multiplication wraps like Java's
+//! `int`. The partition's offset keeps bucket 0 of every partition off the same instance.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bucket::BucketKey;
+
+/// This instance's share of the table: it reads the buckets whose owner is `index` among
+/// `count` instances. Persisted in the state (positionally: `[index, count]`), so a restart
+/// under another share is refused instead of reading buckets another instance owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assignment {
+    /// This instance's number, `0..count`.
+    pub index: u32,
+    /// How many instances share the table (at least 1).
+    pub count: u32,
+}
+
+impl Default for Assignment {
+    /// One instance reading everything (also what state written before assignments existed
+    /// means).
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+impl Assignment {
+    /// One instance reading every bucket.
+    pub const ALL: Self = Self { index: 0, count: 1 };
+
+    /// The share `index` of `count`; `Err` says what is wrong with the pair.
+    pub fn try_new(index: u32, count: u32) -> Result<Self, String> {
+        if count == 0 {
+            return Err("`instance_count` = 0 is not valid; use the number of connector instances sharing the table (1 or more)".into());
+        }
+        if index >= count {
+            return Err(format!(
+                "`instance_index` = {index} is not below `instance_count` = {count}; set `instance_count` to the number of instances sharing the table on every one of them, and give each its own `instance_index` from 0 to {}",
+                count - 1
+            ));
+        }
+        Ok(Self { index, count })
+    }
+
+    /// Whether this instance reads `key`.
+    pub fn owns(&self, key: &BucketKey) -> bool {
+        owner(key, self.count) == self.index
+    }
+}
+
+impl fmt::Display for Assignment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "instance_index = {}, instance_count = {}",
+            self.index, self.count
+        )
+    }
+}
+
+/// The instance (`0..count`) that reads `key`, as Flink's Fluss source assigns splits.
+pub fn owner(key: &BucketKey, count: u32) -> u32 {
+    let count = i64::from(count.max(1));
+    let start = key.partition.map_or(0, |p| {
+        // Java's `Long.hashCode`, then `* 31` in wrapping 32-bit arithmetic.
+        let hash = (p ^ ((p as u64) >> 32) as i64) as i32;
+        i64::from(hash.wrapping_mul(31) & 0x7FFF_FFFF) % count
+    });
+    // A bucket id is never negative; `rem_euclid` keeps the result in range regardless.
+    ((start + i64::from(key.bucket)).rem_euclid(count)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn key(partition: Option<i64>, bucket: i32) -> BucketKey {
+        BucketKey { partition, bucket }
+    }
+
+    #[test]
+    fn every_bucket_has_exactly_one_owner() {
+        for count in 1..=5 {
+            let shares: Vec<Assignment> = (0..count)
+                .map(|i| Assignment::try_new(i, count).unwrap())
+                .collect();
+            for partition in [None, Some(0), Some(1), Some(17), Some(1 << 40), Some(-3)] {
+                for bucket in 0..7 {
+                    let k = key(partition, bucket);
+                    let owners = shares.iter().filter(|s| s.owns(&k)).count();
+                    assert_eq!(owners, 1, "{k} with {count} instances");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_owner_matches_flinks_split_owner() {
+        // Non-partitioned: bucket % count.
+        assert_eq!(owner(&key(None, 5), 3), 2);
+        // Partition 1: Long.hashCode(1) = 1, start = 31 % 3 = 1, owner = (1 + 5) % 3 = 0.
+        assert_eq!(owner(&key(Some(1), 5), 3), 0);
+        // Partition 2^32 + 1: hashCode = 1 ^ 1 = 0, start = 0.
+        assert_eq!(owner(&key(Some((1 << 32) + 1), 4), 3), 1);
+        // Partition 100000000: 31 * 1e8 wraps in Java's int to -1194967296; & 0x7FFFFFFF
+        // gives 952516352, % 7 = 4.
+        assert_eq!(owner(&key(Some(100_000_000), 0), 7), 4);
+    }
+
+    #[test]
+    fn seven_buckets_spread_over_three_instances() {
+        let mut per_instance: BTreeMap<u32, usize> = BTreeMap::new();
+        for partition in 0..6 {
+            for bucket in 0..7 {
+                *per_instance
+                    .entry(owner(&key(Some(partition), bucket), 3))
+                    .or_default() += 1;
+            }
+        }
+        assert_eq!(per_instance.len(), 3, "{per_instance:?}");
+        assert!(per_instance.values().all(|n| *n >= 12), "{per_instance:?}");
+    }
+
+    #[test]
+    fn bad_pairs_are_refused_with_the_fix() {
+        let e = Assignment::try_new(0, 0).unwrap_err();
+        assert!(e.contains("`instance_count` = 0 is not valid"), "{e}");
+        let e = Assignment::try_new(3, 3).unwrap_err();
+        assert_eq!(
+            e,
+            "`instance_index` = 3 is not below `instance_count` = 3; set `instance_count` to the number of instances sharing the table on every one of them, and give each its own `instance_index` from 0 to 2"
+        );
+        assert_eq!(Assignment::try_new(0, 1).unwrap(), Assignment::ALL);
+        assert!(Assignment::ALL.owns(&key(Some(9), 3)));
+    }
+}

@@ -1,0 +1,92 @@
+//! Partition pruning: `partitions` reads only the partitions it selects, also those created
+//! while the stream runs; a selection the table cannot have is refused at open.
+
+use std::time::Duration;
+
+use fluss_testkit::tables;
+use fluss_testkit::{unique_table, write};
+use serde_json::json;
+
+use crate::bad_input::{refused, Case};
+use crate::fixture::{assert_bucket_order, cluster, config, ids, rt, Answer, Stream};
+use crate::regions::{add_region, regions_table, write_region};
+
+const IDLE: Duration = Duration::from_secs(15);
+
+fn sorted(mut ids: Vec<i64>) -> Vec<i64> {
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn only_selected_partitions_are_read_including_new_ones() {
+    let path = regions_table("pruning", 2, &["eu", "us"]);
+    write_region(&path, "eu", 0..100);
+    write_region(&path, "us", 100..200);
+    let cfg = config(
+        path.table(),
+        json!({"partitions": ["region=eu", "region=ap"], "partition_discovery_interval": "1s"}),
+    );
+    let mut s = Stream::open(&cfg, None).expect("open");
+    s.read(100, IDLE, Answer::AckAll);
+    assert_eq!(s.read(101, Duration::from_secs(2), Answer::AckAll), 100);
+    assert_eq!(sorted(ids(&s.acked)), (0..100).collect::<Vec<_>>());
+    add_region(&path, "ap");
+    add_region(&path, "sa");
+    write_region(&path, "ap", 200..300);
+    write_region(&path, "sa", 300..400);
+    write_region(&path, "eu", 400..450);
+    write_region(&path, "us", 450..500);
+    s.read(250, IDLE, Answer::AckAll);
+    // Discovery runs every second: a non-matching partition would have shown up by now.
+    assert_eq!(s.read(251, Duration::from_secs(4), Answer::AckAll), 250);
+    let expected: Vec<i64> = (0..100).chain(200..300).chain(400..450).collect();
+    assert_eq!(sorted(ids(&s.acked)), expected, "only eu and ap rows");
+    assert!(s
+        .acked
+        .iter()
+        .all(|m| matches!(m.partition.as_deref(), Some("eu" | "ap"))));
+    assert_bucket_order(&s.acked);
+    let state = s.close().expect("state");
+    // A restart keeps the selection and reads nothing again.
+    let mut again = Stream::open(&cfg, Some(state)).expect("reopen");
+    assert_eq!(again.read(1, Duration::from_secs(3), Answer::AckAll), 0);
+}
+
+#[test]
+fn a_selection_the_table_cannot_have_is_refused_at_open() {
+    let partitioned = regions_table("pruning_bad", 1, &["eu"]);
+    let plain = unique_table("pruning_plain");
+    rt().block_on(async {
+        let (conn, admin) = cluster().admin().await;
+        tables::create_log_table(&admin, &plain, tables::sample_log_schema(), 1).await;
+        write::append_rows(&conn, &plain, (0..3).map(tables::sample_row)).await;
+    });
+    let db = tables::TEST_DATABASE;
+    let cases = [
+        Case::new(
+            "a key the table is not partitioned by",
+            config(partitioned.table(), json!({"partitions": ["region=eu", "country=fr"]})),
+            format!(
+                "`partitions` names the partition key `country`, but table {db}.{} is partitioned by region; use those keys",
+                partitioned.table()
+            ),
+        ),
+        Case::new(
+            "a table without partitions",
+            config(plain.table(), json!({"partitions": "region=eu"})),
+            format!(
+                "`partitions`: table {db}.{} is not partitioned; remove `partitions`",
+                plain.table()
+            ),
+        ),
+        Case::new(
+            "an entry without a value",
+            config(partitioned.table(), json!({"partitions": ["region"]})),
+            "invalid plugin_config: `partitions` entry \"region\" is not valid; give each entry as key=value pairs joined by '/', e.g. [\"region=eu\", \"region=us/year=2024\"]",
+        ),
+    ];
+    for case in &cases {
+        refused(case);
+    }
+}
