@@ -5,6 +5,10 @@
 //! positions, a Nack drops them (see [`Progress`]). What is persisted is a versioned
 //! MessagePack record of the table id and the committed positions, so state written for another
 //! table (dropped and re-created, or renamed) is refused instead of silently misapplied.
+//!
+//! A bucket still in its snapshot phase (`starting_offset = "full"`) has the position
+//! [`SNAPSHOT_PENDING`] in memory; it is persisted in a list of its own (`snapshots`), so a
+//! restart takes that bucket's snapshot again.
 
 use std::collections::VecDeque;
 
@@ -12,20 +16,24 @@ use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::ConnectorState;
 use serde::{Deserialize, Serialize};
 
-use crate::bucket::{BucketKey, Positions};
+use crate::bucket::{is_snapshot_pending, BucketKey, Positions, SNAPSHOT_PENDING};
 use crate::error::{Error, Result};
 
 /// The format version written by this build.
 pub const STATE_VERSION: u32 = 1;
 
 /// The persisted record. Fields are positional in MessagePack (the SDK uses compact
-/// `rmp_serde`), so new fields may only be appended with a version bump.
+/// `rmp_serde`), so new fields are only appended, each `#[serde(default)]` so that state
+/// written before it still loads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct PersistedState {
     version: u32,
     table_id: TableId,
     table: String,
     positions: Vec<(Option<PartitionId>, BucketId, i64)>,
+    /// Buckets whose snapshot has not been acknowledged whole (absent before snapshots).
+    #[serde(default)]
+    snapshots: Vec<(Option<PartitionId>, BucketId)>,
 }
 
 /// State restored from the runtime, before it is checked against the table.
@@ -48,7 +56,13 @@ impl SavedState {
             table: table.to_owned(),
             positions: positions
                 .iter()
+                .filter(|(_, off)| !is_snapshot_pending(**off))
                 .map(|(k, off)| (k.partition, k.bucket, *off))
+                .collect(),
+            snapshots: positions
+                .iter()
+                .filter(|(_, off)| is_snapshot_pending(**off))
+                .map(|(k, _)| (k.partition, k.bucket))
                 .collect(),
         };
         // The SDK's `ConnectorState::serialize` is this same call; calling it directly keeps
@@ -77,6 +91,15 @@ impl SavedState {
                 return Err(Error::StateImpossible { bucket, offset });
             }
             positions.insert(BucketKey { partition, bucket }, offset);
+        }
+        for (partition, bucket) in record.snapshots {
+            if bucket < 0 {
+                return Err(Error::StateImpossible {
+                    bucket,
+                    offset: SNAPSHOT_PENDING,
+                });
+            }
+            positions.insert(BucketKey { partition, bucket }, SNAPSHOT_PENDING);
         }
         Ok(Self {
             table_id: record.table_id,
@@ -237,6 +260,7 @@ mod tests {
             table_id: 1,
             table: "a.b".into(),
             positions: vec![],
+            snapshots: vec![],
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
@@ -250,9 +274,56 @@ mod tests {
             table_id: 1,
             table: "a.b".into(),
             positions: vec![(None, 0, -3)],
+            snapshots: vec![],
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         assert!(SavedState::decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn buckets_in_their_snapshot_phase_round_trip() {
+        let mut with_snapshots = positions();
+        with_snapshots.insert(BucketKey::bucket(4), SNAPSHOT_PENDING);
+        with_snapshots.insert(
+            BucketKey {
+                partition: Some(9),
+                bucket: 0,
+            },
+            SNAPSHOT_PENDING,
+        );
+        let bytes = SavedState::encode(42, "fluss.orders", &with_snapshots).unwrap();
+        assert_eq!(
+            SavedState::decode(&bytes).unwrap().positions,
+            with_snapshots
+        );
+    }
+
+    /// The record as the first format wrote it: four fields, no snapshot list.
+    #[derive(Serialize)]
+    struct FirstFormat {
+        version: u32,
+        table_id: TableId,
+        table: String,
+        positions: Vec<(Option<PartitionId>, BucketId, i64)>,
+    }
+
+    #[test]
+    fn state_written_before_snapshots_still_loads() {
+        let old = FirstFormat {
+            version: 1,
+            table_id: 42,
+            table: "fluss.orders".into(),
+            positions: vec![(None, 0, 10), (Some(7), 1, 3)],
+        };
+        let bytes = ConnectorState(rmp_serde::to_vec(&old).unwrap());
+        let saved = SavedState::decode(&bytes).unwrap();
+        assert_eq!(saved.table_id, 42);
+        assert_eq!(saved.positions.len(), 2);
+        assert_eq!(saved.positions.get(&BucketKey::bucket(0)), Some(&10));
+        assert!(
+            saved.positions.values().all(|o| !is_snapshot_pending(*o)),
+            "old state has no bucket in its snapshot phase"
+        );
     }
 
     #[test]

@@ -29,6 +29,12 @@ pub const DEFAULT_PARTITION_DISCOVERY_INTERVAL: Duration = Duration::from_secs(6
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest `batch_size`: the runtime keeps a whole batch in memory twice (decoded and encoded).
 pub const MAX_BATCH_SIZE: usize = 1_000_000;
+/// Most rows one bucket's snapshot may hold (`starting_offset = "full"`): the snapshot of a
+/// bucket arrives whole, as one Arrow batch of about rows × row width bytes (1M rows of 100
+/// bytes ≈ 100 MiB, twice that while it is decoded).
+pub const DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS: usize = 1_000_000;
+/// The limit scan that takes a snapshot asks for one row more than the cap, as an `i32`.
+pub const MAX_SNAPSHOT_MAX_BUCKET_ROWS: usize = i32::MAX as usize - 1;
 /// Smallest `max_batch_bytes`: one row must always fit.
 pub const MIN_MAX_BATCH_BYTES: usize = 1024;
 
@@ -122,6 +128,8 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Per-batch logs at INFO instead of DEBUG.
     pub verbose_logging: bool,
+    /// Most rows a bucket's snapshot may hold; a larger bucket is read from its changelog.
+    pub snapshot_max_bucket_rows: usize,
 }
 
 impl Config {
@@ -216,6 +224,7 @@ struct RawConfig {
     sasl_password: Option<Value>,
     connect_timeout: Option<Value>,
     verbose_logging: Option<Value>,
+    snapshot_max_bucket_rows: Option<Value>,
 }
 
 impl RawConfig {
@@ -292,6 +301,13 @@ impl RawConfig {
                 false,
             )?,
             verbose_logging: boolean("verbose_logging", self.verbose_logging, false)?,
+            snapshot_max_bucket_rows: integer(
+                "snapshot_max_bucket_rows",
+                self.snapshot_max_bucket_rows,
+                DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS,
+                1,
+                MAX_SNAPSHOT_MAX_BUCKET_ROWS,
+            )?,
         })
     }
 }

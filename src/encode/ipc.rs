@@ -4,7 +4,9 @@
 //!
 //! Rows are zero-copy slices of the fetched batches; a batch larger than `max_batch_bytes` is
 //! split into slices that fit. Primary-key tables gain the leading columns of Fluss'
-//! `$changelog` view: `_change_type`, `_log_offset`, `_commit_timestamp`.
+//! `$changelog` view: `_change_type`, `_log_offset`, `_commit_timestamp`. A snapshot's rows
+//! (`starting_offset = "full"`) are `insert`s whose `_log_offset` is the offset the snapshot
+//! was taken at and whose `_commit_timestamp` is when it was taken.
 
 use std::sync::Arc;
 
@@ -76,6 +78,7 @@ impl IpcMessages {
         &mut self,
         slice: RecordBatch,
         rows: &[ScanRecord],
+        bucket: &BucketStamp,
     ) -> Result<RecordBatch> {
         let table_schema = slice.schema();
         let schema = match &self.changelog_schema {
@@ -101,7 +104,7 @@ impl IpcMessages {
                 rows.iter().map(|r| change_name(*r.change_type())),
             )),
             Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|r| r.offset()),
+                rows.iter().map(|r| bucket.offset_of(r.offset())),
             )),
             Arc::new(
                 TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.timestamp()))
@@ -134,7 +137,7 @@ impl Encoder for IpcMessages {
                 let first = &rows[0];
                 let slice = arrow.slice(first.row().get_row_id(), run);
                 let slice = if self.changelog {
-                    self.with_changelog_columns(slice, rows)?
+                    self.with_changelog_columns(slice, rows, bucket)?
                 } else {
                     slice
                 };

@@ -34,6 +34,7 @@ use crate::table::Table;
 use crate::telemetry::Telemetry;
 
 mod recovery;
+mod snapshots;
 mod upkeep;
 
 /// Pause after a failed client poll before trying again.
@@ -140,9 +141,16 @@ impl Source for FlussSource {
                 .buckets
                 .drain(self.encoder.as_mut(), &mut batch, &mut positions)?;
             encode_time += started.elapsed();
+            for report in self.buckets.take_finished() {
+                self.telemetry.snapshot_finished(&report);
+            }
             let now = Instant::now();
             if batch.is_full() || now >= deadline {
                 break;
+            }
+            if let Some(key) = self.snapshot_due(&positions) {
+                self.take_snapshot(key, &mut positions).await?;
+                continue;
             }
             let Some(scanner) = self.scanner.as_mut() else {
                 self.rebuild(&positions.clone()).await?;
@@ -172,9 +180,10 @@ impl Source for FlussSource {
                 Err(error) => self.recover(error, &mut positions).await?,
             }
         }
-        // Only a batch that moved some position is sent (and answered), so only such a batch
-        // is staged: with poll-ahead, `current()` is the batch in flight.
-        let state = if &positions != self.progress.current() {
+        // Only a batch that has messages or moved some position is sent (and answered), so
+        // only such a batch is staged: with poll-ahead, `current()` is the batch in flight. (A
+        // batch of snapshot rows that does not finish its bucket's snapshot moves nothing.)
+        let state = if !batch.is_empty() || &positions != self.progress.current() {
             let state =
                 SavedState::encode(self.table.id(), &self.config.qualified_table(), &positions)?;
             self.progress.stage(

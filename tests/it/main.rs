@@ -16,5 +16,6 @@ mod log_tables;
 mod pk_script;
 mod process;
 mod runtime_payloads;
+mod snapshots;
 mod table_changes;
 mod zz_log_lines;

@@ -152,7 +152,8 @@ pub fn replay<'a>(payloads: impl IntoIterator<Item = &'a Value>) -> TableState {
             (op, if op == "d" { &p["before"] } else { &p["after"] })
         };
         match op {
-            "c" | "u" => {
+            // `r`: a snapshot row (`starting_offset = "full"`).
+            "c" | "u" | "r" => {
                 state.insert(key_of(image), value_of(image));
             }
             "d" => {
