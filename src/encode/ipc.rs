@@ -231,6 +231,52 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_rows_are_inserts_at_the_snapshot_offset() {
+        use crate::bucket::BucketKey;
+        use crate::message::{snapshot_id, Stamper};
+        use crate::options::HeaderSet;
+        use fluss::metadata::{DataTypes, RowType};
+        use fluss::row::ColumnarRow;
+
+        let batch = Arc::new(sample(5));
+        let row_type = Arc::new(RowType::new(vec![
+            DataTypes::field("id", DataTypes::bigint()),
+            DataTypes::field("name", DataTypes::string()),
+        ]));
+        let row = ColumnarRow::new(batch, row_type, 0, None).unwrap();
+        let records: Vec<ScanRecord> = (0..5)
+            .map(|i| {
+                let mut row = row.clone();
+                row.set_row_id(i);
+                ScanRecord::new(row, i as i64, 1234, ChangeType::Insert)
+            })
+            .collect();
+        let stamp = Stamper::new(7, "db.t", HeaderSet::ALL)
+            .unwrap()
+            .bucket(BucketKey::bucket(1), None)
+            .unwrap()
+            .snapshot(300);
+        let mut encoder = IpcMessages::new(true, IpcCompression::None, 1 << 20).unwrap();
+        let mut out = Batch::new(10, usize::MAX);
+        assert_eq!(encoder.encode(&stamp, &records, &mut out).unwrap(), 5);
+        let messages = out.into_messages();
+        assert_eq!(messages.len(), 1);
+        assert_eq!(messages[0].id, Some(snapshot_id(7, None, 1, 300, 0)));
+        let back = &read_back(&messages[0].payload)[0];
+        let change = back
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        let offsets = back
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert!((0..5).all(|i| change.value(i) == "insert" && offsets.value(i) == 300));
+    }
+
+    #[test]
     fn rows_per_message_follows_the_byte_cap() {
         let batch = sample(10_000);
         let per_row = batch.get_array_memory_size() / 10_000;
