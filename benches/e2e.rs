@@ -2,7 +2,9 @@
 //! (a) a bare fluss-rs `RecordBatchLogScanner` reading the whole log table (the baseline),
 //! (b) the plugin through the runner's C-ABI harness in JSON mode,
 //! (c) the same in Arrow IPC mode,
-//! (d) a primary-key table's changelog as Debezium JSON.
+//! (d) a primary-key table's changelog as Debezium JSON,
+//! (e) the same table from its snapshot (`starting_offset = "full"`, Debezium `r` events),
+//! (f) the same snapshot as Arrow IPC.
 //!
 //! Each measurement runs in its own child process (this binary with `--child MODE`) so that its
 //! peak RSS (VmHWM) is its own. Prints rows/s, the ratio to (a) and peak RSS per mode.
@@ -10,7 +12,8 @@
 //! Run: `cargo build --release -p iggy_connector_fluss_source && cargo bench --bench e2e`.
 //! Sizes: `E2E_ROWS` (log table, default 2,000,000) and `E2E_PK_ROWS` (default 500,000);
 //! `E2E_REPEAT` rounds of all modes (default 3), each figure the median over the rounds.
-//! `FLUSS_BOOTSTRAP` reuses a running cluster instead of starting one.
+//! `FLUSS_BOOTSTRAP` reuses a running cluster instead of starting one. `E2E_MODES` (e.g.
+//! `debezium,snapshot,snapshot_ipc`) runs only the named modes.
 
 mod common;
 
@@ -152,6 +155,8 @@ fn child(args: &[String]) {
             "database": tables::TEST_DATABASE,
             "table": table,
             "poll_interval": "100ms",
+            // Measures the changelog path (`full` snapshots are measured by benches/snapshot.rs).
+            "starting_offset": "earliest",
         });
         if let (Some(c), Some(e)) = (c.as_object_mut(), extra.as_object()) {
             c.extend(e.clone());
@@ -169,6 +174,20 @@ fn child(args: &[String]) {
             true,
         ),
         "debezium" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows, false),
+        "snapshot" => through_plugin(
+            config(serde_json::json!({"batch_size": 5000, "starting_offset": "full"})),
+            rows,
+            false,
+        ),
+        "snapshot_ipc" => through_plugin(
+            config(serde_json::json!({
+                "payload_format": "arrow_ipc",
+                "batch_size": 50,
+                "starting_offset": "full",
+            })),
+            rows,
+            true,
+        ),
         other => panic!("unknown mode {other}"),
     };
     let secs = started.elapsed().as_secs_f64();
@@ -196,7 +215,18 @@ fn main() {
         ("json", &log, rows),
         ("ipc", &log, rows),
         ("debezium", &pk, pk_rows),
+        ("snapshot", &pk, pk_rows),
+        ("snapshot_ipc", &pk, pk_rows),
     ];
+    let selected = std::env::var("E2E_MODES").ok();
+    let modes: Vec<_> = modes
+        .into_iter()
+        .filter(|(mode, _, _)| {
+            selected
+                .as_deref()
+                .is_none_or(|list| list.split(',').any(|m| m.trim() == *mode))
+        })
+        .collect();
     // Rounds of every mode in turn, so a slow patch of the shared machine hits all modes alike;
     // each figure is the median over the rounds.
     let mut runs: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); modes.len()];
@@ -216,6 +246,7 @@ fn main() {
         values[values.len() / 2]
     };
     let rate_of = |runs: &[(f64, f64, f64)]| median(&mut runs.iter().map(|r| r.0 / r.1).collect());
+    // Ratios are to the first mode run (the bare scanner unless `E2E_MODES` leaves it out).
     let bare_rate = rate_of(&runs[0]);
     println!("\n{repeat} rounds; medians per mode");
     println!("mode       rows        seconds  rows/s      vs bare  peak RSS (highest)");
@@ -232,7 +263,7 @@ fn main() {
             highest / 1024.0
         );
     }
-    println!("(debezium reads the primary-key table; its ratio compares rates across tables)");
+    println!("(debezium and snapshot* read the primary-key table; their ratios compare rates across tables)");
 }
 
 /// Runs one mode in a child process: (rows seen, seconds, peak RSS in KiB).

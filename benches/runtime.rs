@@ -519,6 +519,8 @@ fn main() {
                 "bootstrap_servers": cluster.bootstrap(),
                 "database": tables::TEST_DATABASE,
                 "table": table.table(),
+                // Measures the changelog path (`full` snapshots are measured by benches/snapshot.rs).
+                "starting_offset": "earliest",
             });
             let object = config.as_object_mut().expect("object");
             object.extend(shape.plugin.as_object().expect("object").clone());

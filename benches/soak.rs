@@ -407,6 +407,8 @@ fn main() {
             "database": tables::TEST_DATABASE,
             "table": path.table(),
             "batch_size": 500,
+            // Measures the changelog path (`full` snapshots are measured by benches/snapshot.rs).
+            "starting_offset": "earliest",
         });
         for (k, v) in extra {
             c[*k] = Value::from(*v);

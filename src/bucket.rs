@@ -36,3 +36,13 @@ impl std::fmt::Display for BucketKey {
 
 /// The next offset to read, per bucket.
 pub type Positions = BTreeMap<BucketKey, i64>;
+
+/// The position of a bucket whose snapshot (`starting_offset = "full"`) has not been handed
+/// over whole yet: the bucket is not read from its changelog, and its snapshot is taken again
+/// after a restart or a Nack. Never a real offset (those are ≥ 0).
+pub const SNAPSHOT_PENDING: i64 = -1;
+
+/// Whether `offset` marks a bucket still in its snapshot phase.
+pub fn is_snapshot_pending(offset: i64) -> bool {
+    offset == SNAPSHOT_PENDING
+}

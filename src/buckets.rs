@@ -2,6 +2,10 @@
 //! id and headers) and the records fetched from it but not yet handed over. Discovery adds
 //! and removes whole partitions here; [`Buckets::drain`] moves queued records into a batch.
 //!
+//! A bucket in its snapshot phase (`starting_offset = "full"`) queues its [`Snapshot`] ahead
+//! of its changelog records: the snapshot's rows are handed over first, and when the last of
+//! them is in a batch the bucket's position becomes the offset its changelog continues at.
+//!
 //! Nothing here touches the network, so queueing and draining are tested on their own.
 
 use std::collections::{HashMap, VecDeque};
@@ -15,13 +19,22 @@ use crate::encode::Encoder;
 use crate::error::Result;
 use crate::message::{BucketStamp, Stamper};
 use crate::scan::partitions::PartitionNames;
+use crate::scan::snapshot::{Report, Snapshot};
 
 /// One bucket: how its messages are stamped, and its records waiting to be encoded
 /// (`records[next..]`, in offset order).
 struct Entry {
     stamp: BucketStamp,
+    snapshot: Option<Snapshot>,
     records: Vec<ScanRecord>,
     next: usize,
+}
+
+impl Entry {
+    /// Whether anything waits to be handed over (so the bucket has a turn).
+    fn is_waiting(&self) -> bool {
+        self.snapshot.is_some() || self.next < self.records.len()
+    }
 }
 
 /// The registry of the buckets being read.
@@ -32,6 +45,8 @@ pub struct Buckets {
     /// Buckets with records waiting, in the order they take turns: one busy bucket cannot
     /// starve the others.
     turns: VecDeque<BucketKey>,
+    /// Snapshots whose last row went into a batch since [`Buckets::take_finished`].
+    finished: Vec<Report>,
 }
 
 impl Buckets {
@@ -42,6 +57,7 @@ impl Buckets {
             partitions,
             entries: HashMap::with_capacity(keys.len()),
             turns: VecDeque::new(),
+            finished: Vec::new(),
         };
         for key in keys {
             buckets.insert(*key)?;
@@ -84,6 +100,7 @@ impl Buckets {
             key,
             Entry {
                 stamp,
+                snapshot: None,
                 records: Vec::new(),
                 next: 0,
             },
@@ -105,19 +122,77 @@ impl Buckets {
             entry.next = 0;
             entry.records.extend(records);
         } else {
+            let had_turn = entry.is_waiting();
             entry.records = records;
             entry.next = 0;
+            if !had_turn {
+                self.turns.push_back(key);
+            }
+        }
+    }
+
+    /// The stamp of bucket `key`, if it is registered.
+    pub fn stamp(&self, key: BucketKey) -> Option<&BucketStamp> {
+        self.entries.get(&key).map(|e| &e.stamp)
+    }
+
+    /// Queues the snapshot of bucket `key`, to be handed over before its changelog records.
+    pub fn queue_snapshot(&mut self, key: BucketKey, snapshot: Snapshot) {
+        let Some(entry) = self.entries.get_mut(&key) else {
+            return;
+        };
+        let had_turn = entry.is_waiting();
+        entry.snapshot = Some(snapshot);
+        if !had_turn {
             self.turns.push_back(key);
         }
     }
 
-    /// Drops every waiting record (the scanner is rebuilt and fetches them again).
+    /// Whether some bucket's snapshot is still being handed over.
+    pub fn has_snapshot(&self) -> bool {
+        self.entries.values().any(|e| e.snapshot.is_some())
+    }
+
+    /// The positions the changelog scanner reads: `positions`, where a bucket whose snapshot
+    /// is being handed over reads from the offset its snapshot continues at, and a bucket
+    /// whose snapshot is not taken yet is not read.
+    pub fn reading(&self, positions: &Positions) -> Positions {
+        positions
+            .iter()
+            .filter_map(|(key, offset)| {
+                if !crate::bucket::is_snapshot_pending(*offset) {
+                    return Some((*key, *offset));
+                }
+                let snapshot = self.entries.get(key)?.snapshot.as_ref()?;
+                Some((*key, snapshot.continue_at()))
+            })
+            .collect()
+    }
+
+    /// The snapshots finished since the last call.
+    pub fn take_finished(&mut self) -> Vec<Report> {
+        std::mem::take(&mut self.finished)
+    }
+
+    /// Drops every waiting changelog record (the scanner is rebuilt and fetches them again);
+    /// snapshots being handed over stay.
     pub fn clear_queued(&mut self) {
-        self.turns.clear();
         for entry in self.entries.values_mut() {
             entry.records = Vec::new();
             entry.next = 0;
         }
+        let entries = &self.entries;
+        self.turns
+            .retain(|key| entries.get(key).is_some_and(Entry::is_waiting));
+    }
+
+    /// Drops every snapshot being handed over and every waiting record (a Nack: the buckets
+    /// whose snapshot was not acknowledged take it again).
+    pub fn clear_all(&mut self) {
+        for entry in self.entries.values_mut() {
+            entry.snapshot = None;
+        }
+        self.clear_queued();
     }
 
     /// Moves waiting records into `batch` with `encoder` until the batch is full or nothing
@@ -140,6 +215,27 @@ impl Buckets {
             let Some(entry) = self.entries.get_mut(&key) else {
                 continue;
             };
+            if let Some(snapshot) = entry.snapshot.as_mut() {
+                let rows = snapshot.chunk();
+                let consumed = match encoder.encode(snapshot.stamp(), &rows, batch) {
+                    Ok(consumed) => consumed,
+                    Err(error) => {
+                        self.turns.push_front(key);
+                        return Err(error);
+                    }
+                };
+                snapshot.advance(consumed);
+                total += consumed;
+                if snapshot.is_done() {
+                    positions.insert(key, snapshot.continue_at());
+                    self.finished.push(snapshot.report);
+                    entry.snapshot = None;
+                }
+                if entry.is_waiting() {
+                    self.turns.push_back(key);
+                }
+                continue;
+            }
             let records = &entry.records[entry.next..];
             let consumed = match encoder.encode(&entry.stamp, records, batch) {
                 Ok(consumed) => consumed,
@@ -357,6 +453,87 @@ mod tests {
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
             .unwrap();
         assert_eq!(payloads(batch), ["1/2"]);
+    }
+
+    #[test]
+    fn a_snapshot_goes_first_and_its_last_row_moves_the_position_to_its_offset() {
+        let mut buckets = registry(&[B0, B1]);
+        buckets.queue(B0, records(40..42));
+        buckets.queue_snapshot(B0, crate::scan::snapshot::tests::snapshot(3, 40));
+        buckets.queue(B1, records(7..8));
+        assert!(buckets.has_snapshot());
+        let mut positions: Positions = [(B0, crate::bucket::SNAPSHOT_PENDING), (B1, 7)]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            buckets.reading(&positions),
+            [(B0, 40), (B1, 7)].into_iter().collect(),
+            "the changelog is read from where the snapshot leaves off"
+        );
+        let mut batch = Batch::new(2, usize::MAX);
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(payloads(batch), ["0/0", "0/1"], "snapshot rows by index");
+        assert_eq!(
+            positions.get(&B0),
+            Some(&crate::bucket::SNAPSHOT_PENDING),
+            "a partly handed over snapshot keeps the bucket pending"
+        );
+        assert!(buckets.take_finished().is_empty());
+        let mut batch = Batch::new(100, usize::MAX);
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(payloads(batch), ["1/7", "0/2"], "buckets take turns");
+        assert_eq!(
+            positions.get(&B0),
+            Some(&40),
+            "the last snapshot row moves the bucket to where its changelog continues"
+        );
+        let mut batch = Batch::new(100, usize::MAX);
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(payloads(batch), ["0/40", "0/41"], "the changelog follows");
+        assert_eq!(positions.get(&B0), Some(&42));
+        let finished = buckets.take_finished();
+        assert_eq!(finished.len(), 1);
+        assert_eq!(
+            (finished[0].key, finished[0].rows, finished[0].continue_at),
+            (B0, 3, 40)
+        );
+        assert!(!buckets.has_snapshot());
+    }
+
+    #[test]
+    fn a_nack_drops_snapshots_but_a_rebuild_keeps_them() {
+        let mut buckets = registry(&[B0]);
+        buckets.queue_snapshot(B0, crate::scan::snapshot::tests::snapshot(3, 40));
+        buckets.queue(B0, records(40..41));
+        buckets.clear_queued();
+        assert!(
+            buckets.has_snapshot(),
+            "a scanner rebuild keeps the snapshot"
+        );
+        let pending: Positions = [(B0, crate::bucket::SNAPSHOT_PENDING)]
+            .into_iter()
+            .collect();
+        buckets.clear_all();
+        assert!(!buckets.has_snapshot());
+        assert!(
+            buckets.reading(&pending).is_empty(),
+            "a bucket without its snapshot is not read"
+        );
+        let mut batch = Batch::new(100, usize::MAX);
+        let mut positions = pending.clone();
+        assert_eq!(
+            buckets
+                .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+                .unwrap(),
+            0
+        );
+        assert_eq!(positions, pending);
     }
 
     #[test]

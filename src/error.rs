@@ -176,6 +176,12 @@ pub enum Error {
     #[snafu(display("the Fluss read-ahead task stopped unexpectedly"))]
     ReaderStopped,
 
+    /// The server answered a snapshot's offset or scan request without the bucket.
+    #[snafu(display(
+        "Fluss gave no high watermark or rows for the snapshot of {key} (its partition may have been dropped)"
+    ))]
+    SnapshotUnanswered { key: crate::bucket::BucketKey },
+
     /// A saved offset is no longer on the server and `on_offset_out_of_range = "fail"`.
     #[snafu(display(
         "{key} of {table}: offset {offset} is not on the server (the log holds {log_start}..{log_end}); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the state file to start from `starting_offset`"
@@ -217,7 +223,9 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Fluss { cause, .. } => fault(cause),
-            Error::Timeout { .. } | Error::ReaderStopped => Fault::Retry,
+            Error::Timeout { .. } | Error::ReaderStopped | Error::SnapshotUnanswered { .. } => {
+                Fault::Retry
+            }
             _ => Fault::Fatal,
         }
     }

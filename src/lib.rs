@@ -15,7 +15,7 @@
 //! - [`table`]: the configured table, checked against `table_type` and `columns`;
 //! - [`bucket`]: bucket keys and positions (a leaf every module may use);
 //! - [`state`]: positions, staged until Ack, persisted as versioned MessagePack;
-//! - [`scan`]: the fluss-rs scanner, starting offsets and partition discovery;
+//! - [`scan`]: the fluss-rs scanner, starting offsets, partition discovery and bucket snapshots;
 //! - [`buckets`]: the registry of buckets read, their stamps and queued records;
 //! - [`batch`]: batch limits across several client polls;
 //! - [`runtime_json`]: what the runtime's re-encoding of JSON payloads can carry;

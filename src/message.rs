@@ -16,6 +16,20 @@
 //! Ids are unique while table id < 2^22, partition id < 2^32 - 1, bucket < 2^16 and offset
 //! < 2^56 — far beyond what a Fluss cluster assigns. A larger value is folded (XOR) into its
 //! field, which keeps ids deterministic but only probably unique.
+//!
+//! A snapshot row (`starting_offset = "full"`) has no log offset of its own. Its id has layout
+//! version `10` (so it never equals a changelog id), the same table, partition and bucket
+//! fields, then:
+//!
+//! | bits    | width | field                                                     |
+//! |---------|-------|-----------------------------------------------------------|
+//! | 55-32   | 24    | the offset the snapshot was taken at (the changelog continues there), mod 2^24 |
+//! | 31-0    | 32    | the row's index in the bucket's snapshot                  |
+//!
+//! A snapshot delivered again at the same offset (nothing written meanwhile) repeats its ids;
+//! one taken again after writes gets new ids, so a consumer that drops repeated ids never
+//! drops a row it has not seen. Two snapshots of a bucket share ids only if their offsets
+//! differ by a multiple of 2^24.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,6 +66,24 @@ pub fn message_id(
         | fold(partition, 32) << 72
         | fold(bucket as u32 as u64, 16) << 56
         | fold(offset as u64, 56)
+}
+
+/// The message id of the snapshot row at `index` of a snapshot taken at `continue_at` (see
+/// the module docs for the layout).
+pub fn snapshot_id(
+    table: TableId,
+    partition: Option<PartitionId>,
+    bucket: BucketId,
+    continue_at: i64,
+    index: i64,
+) -> u128 {
+    let partition = partition.map_or(0, |p| (p as u64).wrapping_add(1));
+    (2u128 << 126)
+        | fold(table as u64, 22) << 104
+        | fold(partition, 32) << 72
+        | fold(bucket as u32 as u64, 16) << 56
+        | u128::from(continue_at as u64 & ((1 << 24) - 1)) << 32
+        | fold(index as u64, 32)
 }
 
 type HeaderMap = BTreeMap<HeaderKey, HeaderValue>;
@@ -183,6 +215,7 @@ impl Stamper {
         };
         Ok(BucketStamp {
             table_id: self.table_id,
+            snapshot: None,
             key,
             partition_name: partition_name.map(str::to_owned),
             keys: self.keys.clone(),
@@ -208,6 +241,8 @@ impl Stamper {
 #[derive(Debug, Clone)]
 pub struct BucketStamp {
     table_id: TableId,
+    /// For a snapshot's rows: the offset the snapshot was taken at (see [`Self::snapshot`]).
+    snapshot: Option<i64>,
     key: BucketKey,
     partition_name: Option<String>,
     keys: Arc<StampKeys>,
@@ -227,6 +262,27 @@ impl BucketStamp {
         self.partition_name.as_deref()
     }
 
+    /// The stamp of the rows of a snapshot taken at `continue_at`. Encoders hand it records
+    /// whose offset is their index in the snapshot: the message id is [`snapshot_id`], and
+    /// the `fluss_offset` header (and every offset an encoder writes) is `continue_at`.
+    pub fn snapshot(&self, continue_at: i64) -> Self {
+        Self {
+            snapshot: Some(continue_at),
+            ..self.clone()
+        }
+    }
+
+    /// The offset a snapshot was taken at, for a snapshot's stamp.
+    pub fn snapshot_offset(&self) -> Option<i64> {
+        self.snapshot
+    }
+
+    /// The log offset to show for a record stamped here: its own, or for a snapshot row the
+    /// offset the snapshot was taken at.
+    pub fn offset_of(&self, offset: i64) -> i64 {
+        self.snapshot.unwrap_or(offset)
+    }
+
     /// The message of one row or change whose (first) record is at `offset`.
     pub fn row(
         &self,
@@ -236,7 +292,7 @@ impl BucketStamp {
         payload: Vec<u8>,
     ) -> ProducedMessage {
         let template = &self.rows[change.map_or(NO_CHANGE, change_index)];
-        let headers = self.stamped(template, offset, timestamp, None);
+        let headers = self.stamped(template, self.offset_of(offset), timestamp, None);
         self.message(offset, headers, payload)
     }
 
@@ -248,7 +304,12 @@ impl BucketStamp {
         rows: usize,
         payload: Vec<u8>,
     ) -> ProducedMessage {
-        let headers = self.stamped(&self.ipc, first_offset, timestamp, Some(rows));
+        let headers = self.stamped(
+            &self.ipc,
+            self.offset_of(first_offset),
+            timestamp,
+            Some(rows),
+        );
         self.message(first_offset, headers, payload)
     }
 
@@ -258,13 +319,13 @@ impl BucketStamp {
         headers: Option<HeaderMap>,
         payload: Vec<u8>,
     ) -> ProducedMessage {
+        let (table, partition, bucket) = (self.table_id, self.key.partition, self.key.bucket);
+        let id = match self.snapshot {
+            Some(continue_at) => snapshot_id(table, partition, bucket, continue_at, offset),
+            None => message_id(table, partition, bucket, offset),
+        };
         ProducedMessage {
-            id: Some(message_id(
-                self.table_id,
-                self.key.partition,
-                self.key.bucket,
-                offset,
-            )),
+            id: Some(id),
             checksum: None,
             timestamp: None,
             origin_timestamp: None,
@@ -350,6 +411,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn snapshot_ids_never_meet_changelog_ids_and_repeat_per_snapshot_offset() {
+        let mut changelog = HashSet::new();
+        let mut snapshot = HashSet::new();
+        for bucket in [0, 1, 7] {
+            for n in [0, 1, 2, 1_000, (1 << 24) - 1, 1 << 24, (1 << 32) - 1] {
+                changelog.insert(message_id(5, Some(3), bucket, n));
+                for continue_at in [0, 1, 500, (1 << 24) - 1] {
+                    assert!(
+                        snapshot.insert(snapshot_id(5, Some(3), bucket, continue_at, n)),
+                        "duplicate snapshot id {bucket} {continue_at} {n}"
+                    );
+                }
+            }
+        }
+        assert!(changelog.is_disjoint(&snapshot));
+        let id = snapshot_id(5, Some(3), 2, 1234, 99);
+        assert_eq!(id, snapshot_id(5, Some(3), 2, 1234, 99), "deterministic");
+        assert_eq!(id >> 126, 2, "layout version 10");
+        assert_eq!((id >> 104) & ((1 << 22) - 1), 5);
+        assert_eq!((id >> 72) & ((1 << 32) - 1), 4);
+        assert_eq!((id >> 56) & 0xffff, 2);
+        assert_eq!((id >> 32) & ((1 << 24) - 1), 1234);
+        assert_eq!(id & ((1 << 32) - 1), 99);
+    }
+
+    #[test]
+    fn snapshot_stamps_show_the_snapshot_offset() {
+        let bucket = stamp(HeaderSet::ALL, None).snapshot(500);
+        assert_eq!(bucket.snapshot_offset(), Some(500));
+        let m = bucket.row(3, 77, Some(ChangeType::Insert), Vec::new());
+        assert_eq!(m.id, Some(snapshot_id(3, None, 2, 500, 3)));
+        assert_eq!(header(&m, Header::Offset).unwrap().as_i64().unwrap(), 500);
+        assert_eq!(header(&m, Header::Timestamp).unwrap().as_i64().unwrap(), 77);
+        let ipc = bucket.ipc(0, 77, 10, Vec::new());
+        assert_eq!(ipc.id, Some(snapshot_id(3, None, 2, 500, 0)));
+        assert_eq!(header(&ipc, Header::Offset).unwrap().as_i64().unwrap(), 500);
     }
 
     #[test]

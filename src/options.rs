@@ -43,6 +43,9 @@ impl Choice for TableType {
 /// Where buckets without saved state begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartingOffset {
+    /// Primary-key tables: each bucket's current rows (a snapshot), then its changelog from
+    /// the offset the snapshot was taken at. Log tables: [`StartingOffset::Earliest`].
+    Full,
     /// The log start of each bucket.
     Earliest,
     /// The high watermark: only rows written after open.

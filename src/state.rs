@@ -5,6 +5,10 @@
 //! positions, a Nack drops them (see [`Progress`]). What is persisted is a versioned
 //! MessagePack record of the table id and the committed positions, so state written for another
 //! table (dropped and re-created, or renamed) is refused instead of silently misapplied.
+//!
+//! A bucket still in its snapshot phase (`starting_offset = "full"`) has the position
+//! [`SNAPSHOT_PENDING`] in memory; it is persisted in a list of its own (`snapshots`), so a
+//! restart takes that bucket's snapshot again.
 
 use std::collections::VecDeque;
 
@@ -14,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::assign::Assignment;
 use crate::bound::{Stop, StoppingOffset};
-use crate::bucket::{BucketKey, Positions};
+use crate::bucket::{is_snapshot_pending, BucketKey, Positions, SNAPSHOT_PENDING};
 use crate::error::{Error, Result};
 
 /// The format version written by this build.
@@ -36,6 +40,9 @@ struct PersistedState {
     /// The stop point of a bounded read (`None`: unbounded).
     #[serde(default)]
     stop: Option<(StoppingOffset, Vec<PersistedPosition>)>,
+    /// Buckets whose snapshot has not been acknowledged whole (absent before snapshots).
+    #[serde(default)]
+    snapshots: Vec<(Option<PartitionId>, BucketId)>,
 }
 
 /// One bucket's offset as persisted: `(partition, bucket, offset)`.
@@ -50,9 +57,11 @@ pub struct Scope<'a> {
     pub stop: Option<&'a Stop>,
 }
 
+/// Positions as persisted, without the buckets still taking their snapshot.
 fn persisted(positions: &Positions) -> Vec<PersistedPosition> {
     positions
         .iter()
+        .filter(|(_, off)| !is_snapshot_pending(**off))
         .map(|(k, off)| (k.partition, k.bucket, *off))
         .collect()
 }
@@ -98,6 +107,11 @@ impl SavedState {
             positions: persisted(positions),
             assignment: scope.assignment,
             stop: scope.stop.map(|stop| (stop.at, persisted(&stop.offsets))),
+            snapshots: positions
+                .iter()
+                .filter(|(_, off)| is_snapshot_pending(**off))
+                .map(|(k, _)| (k.partition, k.bucket))
+                .collect(),
         };
         // The SDK's `ConnectorState::serialize` is this same call; calling it directly keeps
         // the rmp-serde error typed.
@@ -126,10 +140,25 @@ impl SavedState {
             }),
             None => None,
         };
+        // `restored` (below) refuses negative offsets, so the snapshot marker joins after it.
+        let mut snapshots = Vec::with_capacity(record.snapshots.len());
+        for (partition, bucket) in record.snapshots {
+            if bucket < 0 {
+                return Err(Error::StateImpossible {
+                    bucket,
+                    offset: SNAPSHOT_PENDING,
+                });
+            }
+            snapshots.push(BucketKey { partition, bucket });
+        }
+        let mut positions = restored(record.positions)?;
+        for key in snapshots {
+            positions.insert(key, SNAPSHOT_PENDING);
+        }
         Ok(Self {
             table_id: record.table_id,
             table: record.table,
-            positions: restored(record.positions)?,
+            positions,
             assignment: record.assignment,
             stop,
         })
@@ -377,6 +406,7 @@ mod tests {
             positions: vec![],
             assignment: Assignment::ALL,
             stop: None,
+            snapshots: vec![],
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
@@ -392,9 +422,57 @@ mod tests {
             positions: vec![(None, 0, -3)],
             assignment: Assignment::ALL,
             stop: None,
+            snapshots: vec![],
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         assert!(SavedState::decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn buckets_in_their_snapshot_phase_round_trip() {
+        let mut with_snapshots = positions();
+        with_snapshots.insert(BucketKey::bucket(4), SNAPSHOT_PENDING);
+        with_snapshots.insert(
+            BucketKey {
+                partition: Some(9),
+                bucket: 0,
+            },
+            SNAPSHOT_PENDING,
+        );
+        let bytes =
+            SavedState::encode(42, "fluss.orders", &with_snapshots, Scope::default()).unwrap();
+        assert_eq!(
+            SavedState::decode(&bytes).unwrap().positions,
+            with_snapshots
+        );
+    }
+
+    /// The record as the first format wrote it: four fields, no snapshot list.
+    #[derive(Serialize)]
+    struct FirstFormat {
+        version: u32,
+        table_id: TableId,
+        table: String,
+        positions: Vec<(Option<PartitionId>, BucketId, i64)>,
+    }
+
+    #[test]
+    fn state_written_before_snapshots_still_loads() {
+        let old = FirstFormat {
+            version: 1,
+            table_id: 42,
+            table: "fluss.orders".into(),
+            positions: vec![(None, 0, 10), (Some(7), 1, 3)],
+        };
+        let bytes = ConnectorState(rmp_serde::to_vec(&old).unwrap());
+        let saved = SavedState::decode(&bytes).unwrap();
+        assert_eq!(saved.table_id, 42);
+        assert_eq!(saved.positions.len(), 2);
+        assert_eq!(saved.positions.get(&BucketKey::bucket(0)), Some(&10));
+        assert!(
+            saved.positions.values().all(|o| !is_snapshot_pending(*o)),
+            "old state has no bucket in its snapshot phase"
+        );
     }
 
     #[test]

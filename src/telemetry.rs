@@ -5,7 +5,8 @@
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
-use crate::bucket::{BucketKey, Positions};
+use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
+use crate::scan::snapshot::Report;
 use crate::state::Tally;
 
 /// How often a progress line is written.
@@ -50,7 +51,10 @@ impl Telemetry {
     pub fn opened(&self, summary: &str, starts: &[(BucketKey, i64, &'static str)]) {
         let starts: Vec<String> = starts
             .iter()
-            .map(|(key, offset, why)| format!("{key}@{offset} ({why})"))
+            .map(|(key, offset, why)| match is_snapshot_pending(*offset) {
+                true => format!("{key}@snapshot ({why})"),
+                false => format!("{key}@{offset} ({why})"),
+            })
             .collect();
         tracing::info!(
             "{}: opened {summary}; starting at {}",
@@ -105,6 +109,7 @@ impl Telemetry {
         let rate = self.rows_since_progress as f64 / elapsed;
         let lags: Vec<String> = positions
             .iter()
+            .filter(|(_, next)| !is_snapshot_pending(**next))
             .map(|(key, next)| {
                 let lag = high_watermarks
                     .get(key)
@@ -204,6 +209,37 @@ impl Telemetry {
     pub fn past_end(&self, key: BucketKey, position: i64, end: i64) {
         tracing::error!(
             "{}: {key}: offset {position} is past the end of the log ({end}); the server lost offsets {end}..{position}, which were delivered before; continuing at {end}",
+            self.prefix
+        );
+    }
+
+    /// A bucket's snapshot is being taken.
+    pub fn snapshot_started(&self, key: BucketKey) {
+        tracing::info!("{}: {key}: snapshot starts", self.prefix);
+    }
+
+    /// A bucket's snapshot was handed over whole.
+    pub fn snapshot_finished(&self, report: &Report) {
+        tracing::info!(
+            "{}: {}: snapshot handed over: rows={} bytes={} seconds={:.3}; the changelog continues at offset {} ({})",
+            self.prefix,
+            report.key,
+            report.rows,
+            report.bytes,
+            report.started.elapsed().as_secs_f64(),
+            report.continue_at,
+            if report.exact {
+                "exact switch"
+            } else {
+                "not exact: changes written during the snapshot may come twice"
+            }
+        );
+    }
+
+    /// A bucket too large for its snapshot: read from its changelog instead.
+    pub fn snapshot_skipped(&self, key: BucketKey, cap: usize, earliest: i64) {
+        tracing::error!(
+            "{}: {key}: holds more than snapshot_max_bucket_rows = {cap} rows, so its snapshot is skipped and it is read from its changelog at its earliest offset {earliest}: rows whose last change is older than that offset are missing; raise `snapshot_max_bucket_rows` (memory ≈ rows × row size) to take its snapshot",
             self.prefix
         );
     }

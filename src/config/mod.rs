@@ -32,6 +32,12 @@ pub const DEFAULT_PARTITION_DISCOVERY_INTERVAL: Duration = Duration::from_secs(6
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest `batch_size`: the runtime keeps a whole batch in memory twice (decoded and encoded).
 pub const MAX_BATCH_SIZE: usize = 1_000_000;
+/// Most rows one bucket's snapshot may hold (`starting_offset = "full"`): the snapshot of a
+/// bucket arrives whole, as one Arrow batch of about rows × row width bytes (1M rows of 100
+/// bytes ≈ 100 MiB, twice that while it is decoded).
+pub const DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS: usize = 1_000_000;
+/// The limit scan that takes a snapshot asks for one row more than the cap, as an `i32`.
+pub const MAX_SNAPSHOT_MAX_BUCKET_ROWS: usize = i32::MAX as usize - 1;
 /// Smallest `max_batch_bytes`: one row must always fit.
 pub const MIN_MAX_BATCH_BYTES: usize = 1024;
 
@@ -131,6 +137,8 @@ pub struct Config {
     pub stopping_offset: Option<StoppingOffset>,
     /// The partitions read (`None` = all).
     pub partitions: Option<PartitionFilter>,
+    /// Most rows a bucket's snapshot may hold; a larger bucket is read from its changelog.
+    pub snapshot_max_bucket_rows: usize,
 }
 
 impl Config {
@@ -229,6 +237,7 @@ struct RawConfig {
     instance_count: Option<Value>,
     stopping_offset: Option<Value>,
     partitions: Option<Value>,
+    snapshot_max_bucket_rows: Option<Value>,
 }
 
 impl RawConfig {
@@ -308,6 +317,13 @@ impl RawConfig {
             assignment: assignment(self.instance_index, self.instance_count)?,
             stopping_offset: stopping_offset(self.stopping_offset)?,
             partitions: partitions(self.partitions)?,
+            snapshot_max_bucket_rows: integer(
+                "snapshot_max_bucket_rows",
+                self.snapshot_max_bucket_rows,
+                DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS,
+                1,
+                MAX_SNAPSHOT_MAX_BUCKET_ROWS,
+            )?,
         })
     }
 }

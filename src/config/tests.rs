@@ -21,7 +21,8 @@ fn error_for(extra: Value) -> ConfigError {
 fn defaults_match_the_product_contract() {
     let c = parse(json!({})).unwrap();
     assert_eq!(c.table_type, TableType::Auto);
-    assert_eq!(c.starting_offset, StartingOffset::Earliest);
+    assert_eq!(c.starting_offset, StartingOffset::Full);
+    assert_eq!(c.snapshot_max_bucket_rows, 1_000_000);
     assert_eq!(c.columns, None);
     assert_eq!(c.payload_format, PayloadFormat::Json);
     assert_eq!(c.payload_schema, PayloadSchema::Json);
@@ -235,6 +236,8 @@ fn booleans_accept_text() {
 #[test]
 fn starting_offsets() {
     let cases = [
+        (json!("full"), StartingOffset::Full),
+        (json!("Full"), StartingOffset::Full),
         (json!("earliest"), StartingOffset::Earliest),
         (json!("LATEST"), StartingOffset::Latest),
         (json!(42), StartingOffset::Offset(42)),
@@ -260,6 +263,22 @@ fn starting_offsets() {
         let e = error_for(json!({ "starting_offset": bad }));
         assert_eq!(e.key, "starting_offset", "{bad}");
         assert!(e.message.contains("\"earliest\""), "{e}");
+        assert!(e.message.contains("\"full\""), "{e}");
+    }
+}
+
+#[test]
+fn snapshot_max_bucket_rows_is_a_positive_i32() {
+    let c = parse(json!({"snapshot_max_bucket_rows": "5_000"})).unwrap();
+    assert_eq!(c.snapshot_max_bucket_rows, 5000);
+    for bad in [json!(0), json!(-1), json!("many"), json!(3_000_000_000u64)] {
+        let e = error_for(json!({ "snapshot_max_bucket_rows": bad }));
+        assert_eq!(e.key, "snapshot_max_bucket_rows", "{bad}");
+        assert!(
+            e.message
+                .contains("use a whole number from 1 to 2147483646"),
+            "{e}"
+        );
     }
 }
 

@@ -185,13 +185,15 @@ pub(super) fn boolean(
 
 pub(super) fn starting_offset(value: Option<Value>) -> Result<StartingOffset, ConfigError> {
     const KEY: &str = "starting_offset";
-    const ACCEPTED: &str = "use \"earliest\", \"latest\", \"timestamp:<RFC 3339 UTC time or epoch ms>\" or a non-negative offset";
+    const ACCEPTED: &str = "use \"full\", \"earliest\", \"latest\", \"timestamp:<RFC 3339 UTC time or epoch ms>\" or a non-negative offset";
     let Some(value) = value.filter(|v| !v.is_null()) else {
-        return Ok(StartingOffset::Earliest);
+        return Ok(StartingOffset::Full);
     };
     let s = text(KEY, &value, ACCEPTED)?;
     let lower = s.to_ascii_lowercase();
-    let parsed = if lower == "earliest" {
+    let parsed = if lower == "full" {
+        Some(StartingOffset::Full)
+    } else if lower == "earliest" {
         Some(StartingOffset::Earliest)
     } else if lower == "latest" {
         Some(StartingOffset::Latest)

@@ -4,6 +4,10 @@
 //! `+U`s instead of pairs). A pair becomes one `u` event with both images. fluss-rs returns a
 //! pair within one poll, but the pair may straddle the end of what is pending, so a trailing
 //! `-U` is left for the next call rather than split across two batches.
+//!
+//! A snapshot's rows (`starting_offset = "full"`, stamped by [`BucketStamp::snapshot`]) are
+//! Debezium read events: `op = "r"` with `before: null`, and `source.offset` the offset the
+//! snapshot was taken at.
 
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -29,6 +33,8 @@ pub enum Op {
     Update,
     /// `d`: a row was deleted (`-D`).
     Delete,
+    /// `r`: a row of a bucket's snapshot (Debezium's read event).
+    Read,
 }
 
 impl Op {
@@ -37,6 +43,7 @@ impl Op {
             Op::Create => "c",
             Op::Update => "u",
             Op::Delete => "d",
+            Op::Read => "r",
         }
     }
 }
@@ -63,7 +70,7 @@ impl Change<'_> {
     /// The change type carried in the `fluss_change_type` header.
     fn change_type(&self) -> ChangeType {
         match (self.op, self.before, self.after) {
-            (Op::Create, ..) => ChangeType::Insert,
+            (Op::Create | Op::Read, ..) => ChangeType::Insert,
             (Op::Delete, ..) => ChangeType::Delete,
             (Op::Update, _, Some(_)) => ChangeType::UpdateAfter,
             (Op::Update, _, None) => ChangeType::UpdateBefore,
@@ -193,7 +200,7 @@ impl ChangeMessages {
         }
         let first = change
             .first()
-            .map_or((0, 0), |r| (r.offset(), r.timestamp()));
+            .map_or((0, 0), |r| (bucket.offset_of(r.offset()), r.timestamp()));
         let _ = write!(
             out,
             r#","bucket":{},"offset":{},"ts_ms":{}}},"ts_ms":{now_ms}}}"#,
@@ -246,9 +253,12 @@ impl Encoder for ChangeMessages {
         let mut consumed = 0;
         let mut payload_hint = 256;
         while !batch.is_full() {
-            let Some(change) = next_change(&records[consumed..]) else {
+            let Some(mut change) = next_change(&records[consumed..]) else {
                 break;
             };
+            if bucket.snapshot_offset().is_some() {
+                change.op = Op::Read;
+            }
             let Some(first) = change.first() else {
                 break;
             };
@@ -325,9 +335,17 @@ mod tests {
             .unwrap()
             .bucket(BucketKey::bucket(1), None)
             .unwrap();
+        encode_with(&stamp, format, records)
+    }
+
+    fn encode_with(
+        stamp: &BucketStamp,
+        format: ChangelogFormat,
+        records: &[ScanRecord],
+    ) -> (usize, Vec<String>) {
         let mut encoder = ChangeMessages::new("db", "t", fields(), JsonOptions::default(), format);
         let mut batch = Batch::new(100, 1 << 20);
-        let consumed = encoder.encode(&stamp, records, &mut batch).unwrap();
+        let consumed = encoder.encode(stamp, records, &mut batch).unwrap();
         let payloads = batch
             .into_messages()
             .into_iter()
@@ -390,6 +408,31 @@ mod tests {
             [
                 r#"{"id":1,"name":"b","__op":"u"}"#,
                 r#"{"id":1,"name":"b","__op":"d"}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn snapshot_rows_are_read_events_at_the_snapshot_offset() {
+        use ChangeType::*;
+        let stamp = Stamper::new(7, "db.t", HeaderSet::ALL)
+            .unwrap()
+            .bucket(BucketKey::bucket(1), None)
+            .unwrap()
+            .snapshot(900);
+        let recs = records(&[(1, "a", Insert), (2, "b", Insert)]);
+        let (consumed, events) = encode_with(&stamp, ChangelogFormat::Debezium, &recs);
+        assert_eq!(consumed, 2);
+        assert_eq!(
+            without_now(&events[1]),
+            r#"{"op":"r","before":null,"after":{"id":2,"name":"b"},"source":{"connector":"fluss","db":"db","table":"t","partition":null,"bucket":1,"offset":900,"ts_ms":1001}}"#
+        );
+        let (_, flat) = encode_with(&stamp, ChangelogFormat::Flat, &recs);
+        assert_eq!(
+            flat,
+            [
+                r#"{"id":1,"name":"a","__op":"r"}"#,
+                r#"{"id":2,"name":"b","__op":"r"}"#
             ]
         );
     }

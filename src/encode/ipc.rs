@@ -4,7 +4,9 @@
 //!
 //! Rows are zero-copy slices of the fetched batches; a batch larger than `max_batch_bytes` is
 //! split into slices that fit. Primary-key tables gain the leading columns of Fluss'
-//! `$changelog` view: `_change_type`, `_log_offset`, `_commit_timestamp`.
+//! `$changelog` view: `_change_type`, `_log_offset`, `_commit_timestamp`. A snapshot's rows
+//! (`starting_offset = "full"`) are `insert`s whose `_log_offset` is the offset the snapshot
+//! was taken at and whose `_commit_timestamp` is when it was taken.
 
 use std::sync::Arc;
 
@@ -76,6 +78,7 @@ impl IpcMessages {
         &mut self,
         slice: RecordBatch,
         rows: &[ScanRecord],
+        bucket: &BucketStamp,
     ) -> Result<RecordBatch> {
         let table_schema = slice.schema();
         let schema = match &self.changelog_schema {
@@ -101,7 +104,7 @@ impl IpcMessages {
                 rows.iter().map(|r| change_name(*r.change_type())),
             )),
             Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|r| r.offset()),
+                rows.iter().map(|r| bucket.offset_of(r.offset())),
             )),
             Arc::new(
                 TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.timestamp()))
@@ -134,7 +137,7 @@ impl Encoder for IpcMessages {
                 let first = &rows[0];
                 let slice = arrow.slice(first.row().get_row_id(), run);
                 let slice = if self.changelog {
-                    self.with_changelog_columns(slice, rows)?
+                    self.with_changelog_columns(slice, rows, bucket)?
                 } else {
                     slice
                 };
@@ -225,6 +228,52 @@ mod tests {
             tenth * 5 < whole,
             "slice {tenth} bytes vs whole {whole} bytes"
         );
+    }
+
+    #[test]
+    fn snapshot_rows_are_inserts_at_the_snapshot_offset() {
+        use crate::bucket::BucketKey;
+        use crate::message::{snapshot_id, Stamper};
+        use crate::options::HeaderSet;
+        use fluss::metadata::{DataTypes, RowType};
+        use fluss::row::ColumnarRow;
+
+        let batch = Arc::new(sample(5));
+        let row_type = Arc::new(RowType::new(vec![
+            DataTypes::field("id", DataTypes::bigint()),
+            DataTypes::field("name", DataTypes::string()),
+        ]));
+        let row = ColumnarRow::new(batch, row_type, 0, None).unwrap();
+        let records: Vec<ScanRecord> = (0..5)
+            .map(|i| {
+                let mut row = row.clone();
+                row.set_row_id(i);
+                ScanRecord::new(row, i as i64, 1234, ChangeType::Insert)
+            })
+            .collect();
+        let stamp = Stamper::new(7, "db.t", HeaderSet::ALL)
+            .unwrap()
+            .bucket(BucketKey::bucket(1), None)
+            .unwrap()
+            .snapshot(300);
+        let mut encoder = IpcMessages::new(true, IpcCompression::None, 1 << 20).unwrap();
+        let mut out = Batch::new(10, usize::MAX);
+        assert_eq!(encoder.encode(&stamp, &records, &mut out).unwrap(), 5);
+        let messages = out.into_messages();
+        assert_eq!(messages.len(), 1);
+        assert_eq!(messages[0].id, Some(snapshot_id(7, None, 1, 300, 0)));
+        let back = &read_back(&messages[0].payload)[0];
+        let change = back
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        let offsets = back
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert!((0..5).all(|i| change.value(i) == "insert" && offsets.value(i) == 300));
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 pub mod offsets;
 pub mod partitions;
+pub mod snapshot;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,7 +30,7 @@ use fluss::PartitionId;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::bucket::{BucketKey, Positions};
+use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
 use crate::connect::{call, CALL_TIMEOUT};
 use crate::error::{Error, Result};
 use crate::table::Table;
@@ -187,7 +188,9 @@ async fn subscribe(scanner: &LogScanner, positions: &Positions) -> Result<()> {
     }
     let mut plain: HashMap<i32, i64> = HashMap::new();
     let mut partitioned: HashMap<(PartitionId, i32), i64> = HashMap::new();
-    for (key, offset) in positions {
+    // A bucket in its snapshot phase is read from its changelog only once its snapshot is
+    // taken (at the offset the snapshot gives).
+    for (key, offset) in positions.iter().filter(|(_, o)| !is_snapshot_pending(**o)) {
         match key.partition {
             None => {
                 plain.insert(key.bucket, *offset);

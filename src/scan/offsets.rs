@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use fluss::rpc::message::OffsetSpec;
 use fluss::PartitionId;
 
-use crate::bucket::{BucketKey, Positions};
+use crate::bucket::{BucketKey, Positions, SNAPSHOT_PENDING};
 use crate::connect::{call, CALL_TIMEOUT};
 use crate::error::Result;
 use crate::options::{OutOfRangePolicy, StartingOffset};
@@ -62,7 +62,9 @@ pub async fn list(
     Ok(positions)
 }
 
-/// Where buckets without saved state begin, per `starting_offset`.
+/// Where buckets without saved state begin, per `starting_offset`. With `full`, a bucket of a
+/// primary-key table begins with its snapshot ([`SNAPSHOT_PENDING`]), and one of a log table
+/// at its earliest offset.
 pub async fn starting(
     table: &Table,
     keys: &[BucketKey],
@@ -74,7 +76,12 @@ pub async fn starting(
     }
     match start {
         StartingOffset::Offset(offset) => Ok(keys.iter().map(|k| (*k, offset)).collect()),
-        StartingOffset::Earliest => list(table, keys, partition_names, OffsetSpec::Earliest).await,
+        StartingOffset::Full if table.primary_key => {
+            Ok(keys.iter().map(|k| (*k, SNAPSHOT_PENDING)).collect())
+        }
+        StartingOffset::Full | StartingOffset::Earliest => {
+            list(table, keys, partition_names, OffsetSpec::Earliest).await
+        }
         StartingOffset::Latest => list(table, keys, partition_names, OffsetSpec::Latest).await,
         StartingOffset::Timestamp(ms) => {
             let found = list(table, keys, partition_names, OffsetSpec::Timestamp(ms)).await?;

@@ -38,6 +38,7 @@ use crate::telemetry::Telemetry;
 
 mod bounded;
 mod recovery;
+mod snapshots;
 mod upkeep;
 
 /// Pause after a failed client poll before trying again.
@@ -179,9 +180,16 @@ impl Source for FlussSource {
                 .buckets
                 .drain(self.encoder.as_mut(), &mut batch, &mut positions)?;
             encode_time += started.elapsed();
+            for report in self.buckets.take_finished() {
+                self.telemetry.snapshot_finished(&report);
+            }
             let now = Instant::now();
             if batch.is_full() || now >= deadline {
                 break;
+            }
+            if let Some(key) = self.snapshot_due(&positions) {
+                self.take_snapshot(key, &mut positions).await?;
+                continue;
             }
             let Some(scanner) = self.scanner.as_mut() else {
                 self.rebuild(&positions.clone()).await?;
@@ -265,11 +273,12 @@ impl Source for FlussSource {
 
 impl FlussSource {
     /// Stages `positions` for the batch being handed over and returns the state it carries.
-    /// Only a batch that moved some position (or carries a new stop point) is sent and
-    /// answered, so only such a batch is staged: with poll-ahead, `current()` is the batch in
-    /// flight.
+    /// Only a batch that has messages, moved some position or carries a new stop point is
+    /// sent and answered, so only such a batch is staged: with poll-ahead, `current()` is the
+    /// batch in flight. (A batch of snapshot rows that does not finish its bucket's snapshot
+    /// moves nothing.)
     fn stage(&mut self, positions: Positions, tally: Tally) -> Result<Option<ConnectorState>> {
-        let force = self.stop_unsaved && !self.progress.has_staged();
+        let force = tally.messages > 0 || self.stop_unsaved && !self.progress.has_staged();
         if &positions == self.progress.current() && !force {
             return Ok(None);
         }

@@ -6,7 +6,7 @@ use fluss::error::FlussError;
 use fluss::rpc::message::OffsetSpec;
 
 use super::{FlussSource, RETRY_PAUSE};
-use crate::bucket::{BucketKey, Positions};
+use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
 use crate::connect::{self, call, CALL_TIMEOUT};
 use crate::error::{table_missing, Error, Fault, Result};
 use crate::scan::offsets::{self, Reset};
@@ -69,8 +69,9 @@ impl FlussSource {
     pub(super) async fn rebuild(&mut self, positions: &Positions) -> Result<()> {
         self.buckets.clear_queued();
         self.scanner = None;
-        // Buckets a bounded read finished are not subscribed again.
-        let reading = self.bound.unfinished(positions);
+        // Buckets a bounded read finished are not subscribed again; buckets taking their
+        // snapshot are subscribed at the offset their changelog continues at.
+        let reading = self.buckets.reading(&self.bound.unfinished(positions));
         match Scanner::build(&self.table, &reading, connect::readers(&self.config)).await {
             Ok(scanner) => {
                 self.scanner = Some(scanner);
@@ -87,7 +88,11 @@ impl FlussSource {
 
     /// Applies `on_offset_out_of_range` to every bucket whose position left the log.
     pub(super) async fn reset_out_of_range(&mut self, positions: &mut Positions) -> Result<()> {
-        let keys: Vec<BucketKey> = positions.keys().copied().collect();
+        let keys: Vec<BucketKey> = positions
+            .iter()
+            .filter(|(_, offset)| !is_snapshot_pending(**offset))
+            .map(|(key, _)| *key)
+            .collect();
         let earliest = offsets::list(
             &self.table,
             &keys,
@@ -135,6 +140,9 @@ impl FlussSource {
     /// poll retries the re-seek: the Nack must not stop the stream).
     pub(super) async fn rewind(&mut self) -> Result<()> {
         let committed = self.progress.committed().clone();
+        // Snapshots not acknowledged whole are taken again (their buckets are pending in
+        // `committed`).
+        self.buckets.clear_all();
         self.rebuild(&committed).await
     }
 }

@@ -8,6 +8,7 @@ use fluss::rpc::message::OffsetSpec;
 use super::{bucket_keys, FlussSource, LIVENESS_INTERVAL, LIVENESS_TIMEOUT};
 use crate::bucket::BucketKey;
 use crate::error::{Error, Fault, Result};
+use crate::options::StartingOffset;
 use crate::scan::{offsets, partitions};
 
 impl FlussSource {
@@ -144,7 +145,12 @@ impl FlussSource {
         // Registered only once their start offsets are known, so a failed listing is simply
         // retried by the next discovery.
         let new_keys = bucket_keys(&self.table, assignment, changes.added.iter().copied());
-        let starts = offsets::list(&self.table, &new_keys, &now, OffsetSpec::Earliest).await?;
+        // New partitions begin at their earliest offset, or with their snapshots under `full`.
+        let start = match self.config.starting_offset {
+            StartingOffset::Full => StartingOffset::Full,
+            _ => StartingOffset::Earliest,
+        };
+        let starts = offsets::starting(&self.table, &new_keys, &now, start).await?;
         let mut added = Vec::with_capacity(changes.added.len());
         for partition in &changes.added {
             let Some(name) = now.get(partition) else {

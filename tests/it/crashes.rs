@@ -17,13 +17,13 @@ use crate::process::{
     spawn_runner, Line,
 };
 
-const KILLS: usize = 10;
+pub(crate) const KILLS: usize = 10;
 
 /// A small deterministic generator (the seed is printed, so a failure can be replayed).
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    fn from_time() -> Self {
+    pub(crate) fn from_time() -> Self {
         let seed = std::env::var("FLUSS_IT_CRASH_SEED")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -36,7 +36,7 @@ impl Rng {
         Self(seed)
     }
 
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -50,14 +50,14 @@ impl Rng {
 }
 
 /// What the kill loop saw.
-struct Runs {
+pub(crate) struct Runs {
     /// The complete lines of each run, in run order (the last run ended by itself).
-    runs: Vec<Vec<Line>>,
+    pub(crate) runs: Vec<Vec<Line>>,
 }
 
 impl Runs {
     /// Every line of every run, in delivery order.
-    fn all(&self) -> impl Iterator<Item = &Line> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Line> {
         self.runs.iter().flatten()
     }
 
@@ -93,7 +93,7 @@ impl Runs {
 /// a random line count in `kill_after` (at once, or after a random 0-20 ms, to hit every
 /// phase of a batch: encoding, writing lines, saving state, acking), then lets a last run
 /// finish.
-fn stream_with_kills(
+pub(crate) fn stream_with_kills(
     name: &str,
     plugin_config: &Value,
     kill_after: (u64, u64),

@@ -20,5 +20,6 @@ mod pruning;
 mod regions;
 mod runtime_payloads;
 mod scale_out;
+mod snapshots;
 mod table_changes;
 mod zz_log_lines;

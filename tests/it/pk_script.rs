@@ -94,7 +94,17 @@ pub async fn apply_script(
 /// Looks every key up in the table (on its own connection: the default lookup batching waits
 /// 100 ms per lookup, and these are sequential).
 pub async fn lookup_all(path: &TablePath, keys: i64, regions: &[Option<&str>]) -> TableState {
-    let mut config = cluster().config();
+    lookup_all_on(cluster(), path, keys, regions).await
+}
+
+/// [`lookup_all`] on another cluster than the shared one.
+pub async fn lookup_all_on(
+    cluster: &fluss_testkit::Cluster,
+    path: &TablePath,
+    keys: i64,
+    regions: &[Option<&str>],
+) -> TableState {
+    let mut config = cluster.config();
     config.lookup_batch_timeout_ms = 1;
     let conn = FlussConnection::new(config)
         .await
@@ -152,7 +162,8 @@ pub fn replay<'a>(payloads: impl IntoIterator<Item = &'a Value>) -> TableState {
             (op, if op == "d" { &p["before"] } else { &p["after"] })
         };
         match op {
-            "c" | "u" => {
+            // `r`: a snapshot row (`starting_offset = "full"`).
+            "c" | "u" | "r" => {
                 state.insert(key_of(image), value_of(image));
             }
             "d" => {

@@ -1,0 +1,595 @@
+//! `starting_offset = "full"`: a primary-key table's buckets first deliver their current rows
+//! (snapshot rows, `op = "r"`), then their changelog. Replaying what arrives must give the
+//! table (compared with a lookup of every key), also when retention removed the head of the
+//! changelog, when rows are written during the snapshots, after Nacks, and per partition.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_ipc::reader::StreamReader;
+use fluss_source_runner::{logs, Level};
+use fluss_testkit::fluss::client::FlussConnection;
+use fluss_testkit::fluss::metadata::{TableDescriptor, TablePath};
+use fluss_testkit::fluss::rpc::message::OffsetSpec;
+use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
+use serde_json::{json, Value};
+
+use crate::fixture::{cluster, rt, Answer, Received, Stream};
+use crate::pk_script::{apply_script, lookup_all, lookup_all_on, replay, script, Op, TableState};
+
+const IDLE: Duration = Duration::from_secs(8);
+
+/// A `full` config for `table` on `bootstrap`.
+fn full(bootstrap: &str, table: &str, extra: Value) -> Value {
+    let mut c = json!({
+        "bootstrap_servers": bootstrap,
+        "database": tables::TEST_DATABASE,
+        "table": table,
+        "poll_interval": "200ms",
+        "connect_timeout": "20s",
+        "starting_offset": "full",
+    });
+    if let (Value::Object(c), Value::Object(e)) = (&mut c, extra) {
+        c.extend(e);
+    }
+    c
+}
+
+fn replay_json(events: &[Received]) -> TableState {
+    replay(events.iter().map(|m| &m.payload))
+}
+
+fn op(m: &Received) -> &str {
+    m.payload
+        .get("__op")
+        .unwrap_or(&m.payload["op"])
+        .as_str()
+        .expect("op")
+}
+
+fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
+    batch
+        .column_by_name(name)
+        .unwrap_or_else(|| panic!("column {name}"))
+        .as_any()
+        .downcast_ref::<T>()
+        .unwrap_or_else(|| panic!("type of {name}"))
+}
+
+/// Applies Arrow IPC changelog messages in delivery order; returns the table and the
+/// `_change_type`s seen.
+fn replay_ipc(messages: &[Received]) -> (TableState, HashSet<String>) {
+    let mut state = TableState::new();
+    let mut kinds = HashSet::new();
+    for m in messages {
+        let mut reader = StreamReader::try_new(m.raw.as_slice(), None).expect("IPC stream");
+        let batch = reader.next().expect("one batch").expect("valid batch");
+        let change = column::<StringArray>(&batch, "_change_type");
+        let id = column::<Int64Array>(&batch, "id");
+        let name = column::<StringArray>(&batch, "name");
+        let amount = column::<Float64Array>(&batch, "amount");
+        for row in 0..batch.num_rows() {
+            let key = (id.value(row), String::new());
+            kinds.insert(change.value(row).to_owned());
+            match change.value(row) {
+                "insert" | "update_after" => {
+                    state.insert(key, (name.value(row).to_owned(), amount.value(row)));
+                }
+                "delete" => {
+                    state.remove(&key);
+                }
+                "update_before" => {}
+                other => panic!("unknown _change_type {other}"),
+            }
+            assert!(!amount.is_null(row));
+        }
+    }
+    (state, kinds)
+}
+
+/// Upserts of ids `ids` (named after `version`) in `flushes` separate writes.
+async fn upserts(
+    conn: &FlussConnection,
+    path: &TablePath,
+    ids: std::ops::Range<i64>,
+    version: &str,
+    flushes: i64,
+) {
+    let per = ((ids.end - ids.start) / flushes).max(1);
+    let mut at = ids.start;
+    while at < ids.end {
+        let end = (at + per).min(ids.end);
+        let ops: Vec<Op> = (at..end)
+            .map(|id| Op::Upsert(id, format!("{version}-{id}"), id as f64))
+            .collect();
+        apply_script(conn, path, &ops, None).await;
+        at = end;
+    }
+}
+
+async fn offsets(conn: &FlussConnection, path: &TablePath, spec: OffsetSpec) -> Vec<i64> {
+    let admin = conn.get_admin().expect("admin");
+    let offsets = tokio::time::timeout(
+        Duration::from_secs(10),
+        admin.list_offsets(path, &[0, 1], spec),
+    )
+    .await
+    .expect("list_offsets answers")
+    .expect("list_offsets");
+    vec![offsets[&0], offsets[&1]]
+}
+
+/// A primary-key table (2 buckets) on a cluster whose logs expire within seconds, whose first
+/// 200 keys were written and whose log start then expired past all of their changes; then
+/// keys 200..400 were written, ids 0..20 updated and ids 20..30 deleted.
+fn truncated_table() -> (Cluster, TablePath, TableState) {
+    let cluster = Cluster::start(ClusterOptions {
+        conf: vec![
+            ("log.segment.file-size".into(), "1kb".into()),
+            ("remote.log.task-interval-duration".into(), "1s".into()),
+            ("table.log.tiered.local-segments".into(), "1".into()),
+            ("kv.snapshot.interval".into(), "1s".into()),
+        ],
+        ..ClusterOptions::default()
+    });
+    let path = unique_table("snap_truncated");
+    let expected =
+        rt().block_on(async {
+            let conn = cluster.connection().await;
+            let admin = conn.get_admin().unwrap();
+            let descriptor = TableDescriptor::builder()
+                .schema(tables::sample_pk_schema())
+                .distributed_by(Some(2), vec!["id".to_string()])
+                .property("table.log.ttl", "1s")
+                .build()
+                .expect("descriptor");
+            tables::create_table(&admin, &path, &descriptor).await;
+            upserts(&conn, &path, 0..200, "first", 20).await;
+            let first_end = offsets(&conn, &path, OffsetSpec::Latest).await;
+            upserts(&conn, &path, 200..400, "second", 20).await;
+            upserts(&conn, &path, 0..20, "updated", 4).await;
+            let deletes: Vec<Op> = (20..30).map(Op::Delete).collect();
+            apply_script(&conn, &path, &deletes, None).await;
+            let started = Instant::now();
+            poll_until(
+            Duration::from_secs(120),
+            Duration::from_millis(500),
+            "the log start of both buckets to pass the first 200 keys' changes (table.log.ttl 1s)",
+            || async {
+                let start = offsets(&conn, &path, OffsetSpec::Earliest).await;
+                if start.iter().zip(&first_end).all(|(s, e)| s >= e) {
+                    Ok(())
+                } else {
+                    // Keep rolling segments so the ones holding the first keys can expire.
+                    upserts(&conn, &path, 390..400, "roll", 1).await;
+                    Err(format!("log starts at {start:?}, first keys end at {first_end:?}"))
+                }
+            },
+        )
+        .await;
+            eprintln!(
+                "snapshot: changelog head expired after {:?}",
+                started.elapsed()
+            );
+            lookup_all_on(&cluster, &path, 400, &[None]).await
+        });
+    (cluster, path, expected)
+}
+
+#[test]
+fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() {
+    let (cluster, path, expected) = truncated_table();
+    assert_eq!(expected.len(), 390, "400 keys written, 10 deleted");
+    let bootstrap = cluster.bootstrap();
+
+    // `earliest` replays only what the changelog still holds.
+    let mut s = Stream::open(
+        &full(
+            bootstrap,
+            path.table(),
+            json!({"starting_offset": "earliest"}),
+        ),
+        None,
+    )
+    .expect("open");
+    s.read(usize::MAX, IDLE, Answer::AckAll);
+    let partial = replay_json(&s.acked);
+    let missing: Vec<i64> = expected
+        .keys()
+        .filter(|k| !partial.contains_key(k))
+        .map(|k| k.0)
+        .collect();
+    assert!(
+        missing.len() >= 100,
+        "with `earliest` the keys whose changes expired are missing ({} missing)",
+        missing.len()
+    );
+    eprintln!(
+        "snapshot: `earliest` misses {} of {} keys",
+        missing.len(),
+        expected.len()
+    );
+    drop(s);
+
+    for format in ["debezium", "flat"] {
+        let since = logs().len();
+        let mut s = Stream::open(
+            &full(
+                bootstrap,
+                path.table(),
+                json!({"changelog_format": format, "batch_size": 100}),
+            ),
+            None,
+        )
+        .expect("open");
+        s.read(usize::MAX, IDLE, Answer::AckAll);
+        assert_eq!(
+            replay_json(&s.acked),
+            expected,
+            "{format}: full replays to the table"
+        );
+        let reads: Vec<&Received> = s.acked.iter().filter(|m| op(m) == "r").collect();
+        assert_eq!(reads.len(), 390, "{format}: one snapshot row per live key");
+        let ids: HashSet<u128> = s.acked.iter().map(|m| m.id).collect();
+        assert_eq!(ids.len(), s.acked.len(), "{format}: one id per message");
+        assert!(
+            reads
+                .iter()
+                .all(|m| m.id >> 126 == 2 && m.change_type.as_deref() == Some("+I")),
+            "snapshot ids have layout version 10 and the +I header"
+        );
+        if format == "debezium" {
+            assert!(reads.iter().all(|m| m.payload["before"].is_null()));
+            assert!(reads
+                .iter()
+                .all(|m| m.payload["source"]["offset"].as_i64() == Some(m.offset)));
+        }
+        let lines: Vec<String> = logs()
+            .into_iter()
+            .skip(since)
+            .filter(|l| l.level == Level::Info && l.message.contains("snapshot"))
+            .map(|l| l.message)
+            .collect();
+        for bucket in ["bucket 0", "bucket 1"] {
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.contains(&format!("{bucket}: snapshot starts"))),
+                "{lines:#?}"
+            );
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.contains(&format!("{bucket}: snapshot handed over"))
+                        && l.contains("rows=")
+                        && l.contains("bytes=")
+                        && l.contains("seconds=")
+                        && l.contains("changelog continues at offset")),
+                "{lines:#?}"
+            );
+        }
+        let state = s.close().expect("state");
+        // A restart continues from the changelog positions: no second snapshot.
+        let mut again =
+            Stream::open(&full(bootstrap, path.table(), json!({})), Some(state)).expect("reopen");
+        again.read(usize::MAX, Duration::from_secs(3), Answer::AckAll);
+        assert!(
+            again.acked.is_empty(),
+            "{format}: a restart after the snapshots delivers nothing new: {} messages",
+            again.acked.len()
+        );
+    }
+
+    let mut s = Stream::open(
+        &full(
+            bootstrap,
+            path.table(),
+            json!({"payload_format": "arrow_ipc"}),
+        ),
+        None,
+    )
+    .expect("open");
+    s.read(usize::MAX, IDLE, Answer::AckAll);
+    let (state, kinds) = replay_ipc(&s.acked);
+    assert_eq!(state, expected, "Arrow IPC: full replays to the table");
+    assert_eq!(kinds, HashSet::from(["insert".to_owned()]));
+}
+
+/// A primary-key table on the shared cluster with `keys` keys after a script of `ops`.
+fn populated(prefix: &str, ops: usize, keys: i64, buckets: i32) -> (FlussConnection, TablePath) {
+    let path = unique_table(prefix);
+    let conn = rt().block_on(cluster().connection());
+    rt().block_on(async {
+        let admin = conn.get_admin().unwrap();
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), buckets).await;
+        apply_script(&conn, &path, &script(ops, keys, 11), None).await;
+    });
+    (conn, path)
+}
+
+#[test]
+fn writes_and_nacks_during_the_snapshots_still_replay_to_the_table() {
+    const KEYS: i64 = 3000;
+    let (conn, path) = populated("snap_writes", 6000, KEYS, 3);
+    let bootstrap = cluster().bootstrap();
+    let writer = std::thread::spawn({
+        let path = path.clone();
+        move || {
+            rt().block_on(async {
+                let conn = cluster().connection().await;
+                for round in 0..20 {
+                    let ops = script(200, KEYS, 100 + round);
+                    apply_script(&conn, &path, &ops, None).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+        }
+    });
+    let mut s = Stream::open(
+        &full(
+            bootstrap,
+            path.table(),
+            json!({"batch_size": 500, "changelog_format": "flat"}),
+        ),
+        None,
+    )
+    .expect("open");
+    // About 750 live keys per bucket: two batches per snapshot, so a Nack every fifth batch
+    // hits some snapshots and lets each finish (a Nack restarts the bucket's snapshot).
+    s.read(usize::MAX, IDLE, Answer::NackEvery(5));
+    writer.join().expect("writer");
+    s.read(usize::MAX, IDLE, Answer::AckAll);
+    drop(conn);
+    let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
+    assert_eq!(
+        replay_json(&s.acked),
+        expected,
+        "snapshot rows, then the changelog, replay to the table despite writes and Nacks"
+    );
+    assert!(s.acked.iter().any(|m| op(m) == "r"), "snapshot rows came");
+    assert!(
+        s.acked.iter().any(|m| op(m) != "r"),
+        "changes written during the snapshots came as changelog events"
+    );
+    // A Nacked snapshot batch is delivered again with the same ids if the bucket did not
+    // change meanwhile; every acked id is unique per (snapshot, row) anyway.
+    let nacked_reads = s.nacked.iter().filter(|m| op(m) == "r").count();
+    assert!(nacked_reads > 0, "a Nack hit a batch of snapshot rows");
+}
+
+#[test]
+fn kill_9_during_the_snapshots_repeats_at_most_a_bucket_snapshot_and_a_batch() {
+    use crate::crashes::{stream_with_kills, Rng, KILLS};
+    const KEYS: i64 = 6400;
+    const BUCKETS: i32 = 16;
+    const BATCH: usize = 100;
+    let mut rng = Rng::from_time();
+    let path = unique_table("snap_kills");
+    let expected = rt().block_on(async {
+        let conn = cluster().connection().await;
+        let admin = conn.get_admin().unwrap();
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), BUCKETS).await;
+        upserts(&conn, &path, 0..KEYS, "v", 4).await;
+        apply_script(&conn, &path, &script(2_000, KEYS, rng.next()), None).await;
+        lookup_all(&path, KEYS, &[None]).await
+    });
+    // About 400 rows per bucket. A kill after fewer than two buckets' rows lets each run
+    // finish at most one bucket's snapshot (it first takes again the one it was killed in), so
+    // every run still has more lines to write than its kill waits for.
+    let runs = stream_with_kills(
+        "snap_kills",
+        &full(
+            cluster().bootstrap(),
+            path.table(),
+            json!({"batch_size": BATCH}),
+        ),
+        (20, 700),
+        &mut rng,
+    );
+    let is_read = |line: &crate::process::Line| line.payload["op"] == "r";
+    // Keys per bucket, as their snapshots delivered them: a kill may repeat one bucket's.
+    let mut bucket_keys: std::collections::HashMap<i64, HashSet<i64>> = Default::default();
+    for line in runs.all().filter(|l| is_read(l)) {
+        bucket_keys
+            .entry(line.bucket)
+            .or_default()
+            .insert(line.payload["after"]["id"].as_i64().expect("id"));
+    }
+    let largest = bucket_keys.values().map(HashSet::len).max().unwrap_or(0);
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (run, lines) in runs.runs.iter().enumerate() {
+        let mut this_run = HashSet::new();
+        let mut changelog: std::collections::HashMap<i64, i64> = Default::default();
+        for line in lines {
+            assert!(
+                this_run.insert(line.id.as_str()),
+                "run {run}: id {} twice without a crash",
+                line.id
+            );
+            if is_read(line) {
+                assert!(
+                    !changelog.contains_key(&line.bucket),
+                    "run {run}: bucket {} delivered a snapshot row after its changelog",
+                    line.bucket
+                );
+            } else if let Some(prev) = changelog.insert(line.bucket, line.offset) {
+                assert!(
+                    line.offset > prev,
+                    "run {run}: bucket {} out of order",
+                    line.bucket
+                );
+            }
+        }
+        let again = this_run.iter().filter(|id| seen.contains(*id)).count();
+        eprintln!(
+            "snapshot kills: run {run}: {} lines, {again} repeated",
+            lines.len()
+        );
+        assert!(
+            again <= largest + BATCH,
+            "run {run} repeated {again} messages, more than one bucket snapshot ({largest}) plus one batch ({BATCH})"
+        );
+        seen.extend(this_run);
+    }
+    assert!(runs.runs.len() > KILLS, "{KILLS} kills and a last run");
+    assert_eq!(
+        replay(runs.all().map(|l| &l.payload)),
+        expected,
+        "replaying every delivered event through {KILLS} kills gives the table"
+    );
+}
+
+#[test]
+fn partitions_and_a_partition_created_while_streaming_start_with_their_snapshots() {
+    const KEYS: i64 = 500;
+    let path = unique_table("snap_partitioned");
+    let conn = rt().block_on(cluster().connection());
+    let admin = conn.get_admin().unwrap();
+    rt().block_on(async {
+        let schema = tables::sample_partitioned_schema(true);
+        tables::create_partitioned_table(&admin, &path, schema, "region", 2).await;
+        tables::create_partition(&admin, &path, "region", "eu").await;
+        apply_script(&conn, &path, &script(2_000, KEYS, 5), Some("eu")).await;
+    });
+    let mut s = Stream::open(
+        &full(
+            cluster().bootstrap(),
+            path.table(),
+            json!({"changelog_format": "flat", "partition_discovery_interval": "1s"}),
+        ),
+        None,
+    )
+    .expect("open");
+    s.read(usize::MAX, Duration::from_secs(4), Answer::AckAll);
+    let eu_reads = s.acked.iter().filter(|m| op(m) == "r").count();
+    assert!(eu_reads > 100, "eu delivered its snapshot: {eu_reads} rows");
+    // A partition created (and filled) while the connector runs is snapshotted too; rows
+    // written after its snapshot arrive from its changelog.
+    rt().block_on(async {
+        tables::create_partition(&admin, &path, "region", "us").await;
+        apply_script(&conn, &path, &script(2_000, KEYS, 6), Some("us")).await;
+    });
+    s.read(usize::MAX, IDLE, Answer::AckAll);
+    rt().block_on(apply_script(
+        &conn,
+        &path,
+        &script(300, KEYS, 7),
+        Some("us"),
+    ));
+    s.read(usize::MAX, IDLE, Answer::AckAll);
+    let expected = rt().block_on(lookup_all(&path, KEYS, &[Some("eu"), Some("us")]));
+    assert_eq!(
+        replay_json(&s.acked),
+        expected,
+        "both partitions replay to the table"
+    );
+    assert!(s.acked.iter().all(|m| m.partition.is_some()));
+    assert!(
+        s.acked
+            .iter()
+            .any(|m| m.partition.as_deref() == Some("us") && op(m) != "r"),
+        "the new partition's changelog follows its snapshot"
+    );
+}
+
+#[test]
+fn a_bucket_over_the_snapshot_cap_is_read_from_its_changelog_with_an_error_line() {
+    const KEYS: i64 = 300;
+    let (conn, path) = populated("snap_cap", 600, KEYS, 1);
+    let since = logs().len();
+    let mut s = Stream::open(
+        &full(
+            cluster().bootstrap(),
+            path.table(),
+            json!({"snapshot_max_bucket_rows": 50}),
+        ),
+        None,
+    )
+    .expect("open");
+    s.read(usize::MAX, IDLE, Answer::AckAll);
+    drop(conn);
+    let errors: Vec<String> = logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.level == Level::Error && l.message.contains(path.table()))
+        .map(|l| l.message)
+        .collect();
+    assert_eq!(errors.len(), 1, "one ERROR line: {errors:#?}");
+    assert!(
+        errors[0].contains("bucket 0: holds more than snapshot_max_bucket_rows = 50 rows")
+            && errors[0].contains("read from its changelog at its earliest offset 0")
+            && errors[0].contains("raise `snapshot_max_bucket_rows`"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        s.acked.iter().all(|m| op(m) != "r"),
+        "no snapshot rows from a bucket over the cap"
+    );
+    // Nothing expired here, so the changelog alone still gives the table.
+    let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
+    assert_eq!(replay_json(&s.acked), expected);
+}
+
+#[test]
+fn a_leader_killed_before_its_bucket_snapshot_is_retried_and_nothing_is_lost() {
+    const KEYS: i64 = 900;
+    let cluster = Cluster::start(ClusterOptions::replicated());
+    let path = unique_table("snap_failover");
+    let expected = rt().block_on(async {
+        let conn = cluster.connection().await;
+        let admin = conn.get_admin().unwrap();
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), 3).await;
+        upserts(&conn, &path, 0..KEYS, "v", 9).await;
+        lookup_all_on(&cluster, &path, KEYS, &[None]).await
+    });
+    assert_eq!(expected.len(), KEYS as usize);
+    let since = logs().len();
+    let mut s = Stream::open(
+        &full(cluster.bootstrap(), path.table(), json!({"batch_size": 50})),
+        None,
+    )
+    .expect("open");
+    // Buckets are snapshotted in order, about 300 rows each: after 100 messages bucket 2's
+    // snapshot has not started; kill its leader.
+    s.read(100, IDLE, Answer::AckAll);
+    let killed = cluster
+        .bucket_leader(&path, None, 2)
+        .expect("bucket 2 has a leader");
+    cluster.kill_tablet(killed);
+    s.read(usize::MAX, Duration::from_secs(20), Answer::AckAll);
+    cluster.start_tablet(killed);
+    s.read(usize::MAX, IDLE, Answer::AckAll);
+    assert_eq!(
+        replay_json(&s.acked),
+        expected,
+        "every key arrives although a leader died before its bucket's snapshot"
+    );
+    let lines: Vec<(Level, String)> = logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.message.contains(path.table()))
+        .map(|l| (l.level, l.message))
+        .collect();
+    for bucket in 0..3 {
+        assert!(
+            lines
+                .iter()
+                .any(|(_, l)| l.contains(&format!("bucket {bucket}: snapshot handed over"))),
+            "bucket {bucket} finished its snapshot: {lines:#?}"
+        );
+    }
+    assert!(
+        !lines.iter().any(|(level, _)| *level == Level::Error),
+        "a failover is not an ERROR: {lines:#?}"
+    );
+    eprintln!(
+        "snapshot failover: {} messages, WARN lines: {:#?}",
+        s.acked.len(),
+        lines
+            .iter()
+            .filter(|(level, _)| *level == Level::Warn)
+            .collect::<Vec<_>>()
+    );
+}
