@@ -232,15 +232,16 @@ fn check_order_payload(raw: &str, payload: &Value) {
     assert!(payload["_fluss"]["offset"].is_i64(), "{payload}");
 }
 
-/// A Debezium event of demo.customers, as in the README.
-fn check_customer_payload(raw: &str, payload: &Value) {
+/// A Debezium event of demo.customers, as in the README; returns its `op` (`r` for the rows of
+/// a bucket's snapshot, `starting_offset = "full"` being the default).
+fn check_customer_payload<'a>(raw: &str, payload: &'a Value) -> &'a str {
     assert_key_order(raw, &["op", "before", "after", "source", "ts_ms"]);
     assert_eq!(
         object_keys(payload),
         BTreeSet::from(["op", "before", "after", "source", "ts_ms"])
     );
     let op = payload["op"].as_str().expect("op");
-    assert!(["c", "u", "d"].contains(&op), "{payload}");
+    assert!(["r", "c", "u", "d"].contains(&op), "{payload}");
     let image = if op == "d" {
         &payload["before"]
     } else {
@@ -258,6 +259,12 @@ fn check_customer_payload(raw: &str, payload: &Value) {
         source["offset"].is_i64() && source["bucket"].is_i64(),
         "{payload}"
     );
+    op
+}
+
+/// A snapshot row's id (README): bits 127-126 = 10, so it never equals a changelog id.
+fn check_snapshot_id(id: u128) {
+    assert_eq!(id >> 126, 2, "id {id:#x}: top bits 10");
 }
 
 /// The README's message id layout: bits 127-126 = 01, 71-56 bucket, 55-0 offset.
@@ -291,7 +298,11 @@ fn check_runner_lines(stdout: &str) -> (usize, usize) {
                 orders += 1;
             }
             Some("demo.customers") => {
-                check_customer_payload(raw_payload, &message["payload"]);
+                if check_customer_payload(raw_payload, &message["payload"]) == "r" {
+                    check_snapshot_id(id);
+                    customers += 1;
+                    continue;
+                }
                 customers += 1;
             }
             other => panic!("unexpected fluss_table {other:?}: {line}"),
@@ -326,7 +337,11 @@ fn check_iggy_lines(stdout: &str) -> (usize, usize) {
                 orders += 1;
             }
             Some("customers") => {
-                check_customer_payload(raw_payload, payload);
+                if check_customer_payload(raw_payload, payload) == "r" {
+                    check_snapshot_id(id);
+                    customers += 1;
+                    continue;
+                }
                 let source = &payload["source"];
                 check_id(
                     id,
