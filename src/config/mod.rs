@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use snafu::Snafu;
 
+use crate::filter::FilterText;
 use crate::options::{
     ChangelogFormat, DecimalFormat, HeaderSet, IpcCompression, JsonOptions, OutOfRangePolicy,
     PayloadFormat, PayloadSchema, StartingOffset, TableType, TemporalFormat,
@@ -92,6 +93,8 @@ pub struct Config {
     pub starting_offset: StartingOffset,
     /// Column projection (`None` = all columns).
     pub columns: Option<Vec<String>>,
+    /// Row filter (`None` = every row), checked against the table at open.
+    pub filter: Option<FilterText>,
     /// Payload encoding.
     pub payload_format: PayloadFormat,
     /// The Iggy schema JSON payloads declare.
@@ -198,6 +201,7 @@ struct RawConfig {
     table_type: Option<Value>,
     starting_offset: Option<Value>,
     columns: Option<Value>,
+    filter: Option<Value>,
     payload_format: Option<Value>,
     payload_schema: Option<Value>,
     headers: Option<Value>,
@@ -231,6 +235,7 @@ impl RawConfig {
             table_type: choice("table_type", self.table_type, TableType::Auto)?,
             starting_offset: starting_offset(self.starting_offset)?,
             columns: columns(self.columns)?,
+            filter: filter(self.filter)?,
             payload_format: choice("payload_format", self.payload_format, PayloadFormat::Json)?,
             payload_schema: choice("payload_schema", self.payload_schema, PayloadSchema::Json)?,
             headers: headers(self.headers)?,
@@ -298,7 +303,7 @@ impl RawConfig {
 
 mod values;
 use values::{
-    boolean, bootstrap, choice, columns, duration, headers, integer, name, required, sasl,
+    boolean, bootstrap, choice, columns, duration, filter, headers, integer, name, required, sasl,
     starting_offset,
 };
 
