@@ -23,6 +23,7 @@ use crate::config::Config;
 use crate::connect;
 use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
 use crate::error::{Error, Result};
+use crate::filter;
 use crate::message::Stamper;
 use crate::options::{Choice, PayloadFormat, PayloadSchema};
 use crate::runtime_json;
@@ -73,7 +74,8 @@ impl Source for FlussSource {
         // Corrupt state fails before any network work, so the error is immediate.
         let saved = state.as_ref().map(SavedState::decode).transpose()?;
         let conn = connect::connect(&config).await?;
-        let table = Table::resolve(conn, &config).await?;
+        let mut table = Table::resolve(conn, &config).await?;
+        let filter = filter::open(&config, &mut table)?;
         let qualified = config.qualified_table();
         if let Some(saved) = &saved {
             saved.check_table(table.id(), &qualified)?;
@@ -118,7 +120,7 @@ impl Source for FlussSource {
             table,
             scanner: Some(scanner),
             progress: Progress::new(committed),
-            buckets: Buckets::new(stamper, partitions, &all_keys)?,
+            buckets: Buckets::new(stamper, partitions, &all_keys)?.with_filter(filter),
             encoder,
             last_discovery: Instant::now(),
             idle_since: None,
@@ -165,7 +167,7 @@ impl Source for FlussSource {
                                 partition: bucket.partition_id(),
                                 bucket: bucket.bucket_id(),
                             };
-                            self.buckets.queue(key, records);
+                            self.buckets.queue(key, records)?;
                         }
                     }
                 }
@@ -258,7 +260,7 @@ fn batch_schema(config: &Config) -> Schema {
 /// The INFO line's description of what `open` found.
 fn summary(config: &Config, table: &Table, partitions: usize) -> String {
     format!(
-        "{} table id {} at {}: {} buckets{}, {} columns, payload {}",
+        "{} table id {} at {}: {} buckets{}, {} columns, payload {}{}",
         if table.primary_key {
             "primary-key"
         } else {
@@ -274,6 +276,7 @@ fn summary(config: &Config, table: &Table, partitions: usize) -> String {
         },
         table.fields.len(),
         config.payload_format.name(),
+        filter::describe(config, table),
     )
 }
 
