@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use arrow_array::Int64Array;
+use arrow_array::{Float64Array, Int64Array, StringArray};
 use fluss_testkit::fluss::metadata::{TableDescriptor, TablePath};
 use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::write::{write_changes, Change};
@@ -218,6 +218,40 @@ fn updates_crossing_the_filter_become_the_filtered_views_changes() {
             "{format}: the position passed the filtered-out changes"
         );
     }
+    let cfg = config(
+        path.table(),
+        json!({"filter": "amount >= 100", "payload_format": "arrow_ipc"}),
+    );
+    let mut ipc = Stream::open(&cfg, None).expect("open arrow_ipc");
+    ipc.read(usize::MAX, IDLE, Answer::AckAll);
+    let mut rows = Vec::new();
+    for m in &ipc.acked {
+        let batch = decode(m);
+        let types = batch
+            .column_by_name("_change_type")
+            .and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned())
+            .expect("_change_type");
+        let amounts = batch
+            .column_by_name("amount")
+            .and_then(|c| c.as_any().downcast_ref::<Float64Array>().cloned())
+            .expect("amount");
+        for i in 0..batch.num_rows() {
+            rows.push((types.value(i).to_owned(), amounts.value(i)));
+        }
+    }
+    let want = [
+        ("insert", 150.0),
+        ("delete", 150.0),
+        ("insert", 200.0),
+        ("update_before", 200.0),
+        ("update_after", 300.0),
+        ("delete", 300.0),
+    ];
+    assert_eq!(
+        rows,
+        want.map(|(t, a)| (t.to_owned(), a)),
+        "Arrow IPC carries the filtered view's change types"
+    );
 }
 
 #[test]
