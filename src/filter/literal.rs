@@ -27,8 +27,8 @@ pub enum Value {
     Timestamp(i64),
 }
 
-/// What filters can compare a column of type `data_type` with, or `None` when they can only
-/// test it with `IS [NOT] NULL`.
+/// Whether filters can compare a column of type `data_type` with a literal; the other types
+/// can only be tested with `IS [NOT] NULL`.
 pub fn comparable(data_type: &DataType) -> bool {
     matches!(
         data_type,
