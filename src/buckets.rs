@@ -6,6 +6,11 @@
 //! of its changelog records: the snapshot's rows are handed over first, and when the last of
 //! them is in a batch the bucket's position becomes the offset its changelog continues at.
 //!
+//! With a `filter`, records are filtered as they are queued ([`Filter::select`]); the offset
+//! after the last polled record is kept as the bucket's `end`, so once the kept records are
+//! consumed the position moves past the filtered-out ones too (nothing is re-read after a
+//! restart, and a bucket whose records all fail the filter still advances).
+//!
 //! Nothing here touches the network, so queueing and draining are tested on their own.
 
 use std::collections::{HashMap, VecDeque};
@@ -17,6 +22,7 @@ use crate::batch::Batch;
 use crate::bucket::{BucketKey, Positions};
 use crate::encode::Encoder;
 use crate::error::Result;
+use crate::filter::Filter;
 use crate::message::{BucketStamp, Stamper};
 use crate::scan::partitions::PartitionNames;
 use crate::scan::snapshot::{Report, Snapshot};
@@ -28,12 +34,16 @@ struct Entry {
     snapshot: Option<Snapshot>,
     records: Vec<ScanRecord>,
     next: usize,
+    /// The offset after the last record polled, filtered out or not: the bucket's position
+    /// once `records` are all consumed. `None` once it is applied.
+    end: Option<i64>,
 }
 
 impl Entry {
-    /// Whether anything waits to be handed over (so the bucket has a turn).
+    /// Whether anything waits to be handed over or a position still has to move (so the
+    /// bucket has a turn).
     fn is_waiting(&self) -> bool {
-        self.snapshot.is_some() || self.next < self.records.len()
+        self.snapshot.is_some() || self.next < self.records.len() || self.end.is_some()
     }
 }
 
@@ -47,6 +57,8 @@ pub struct Buckets {
     turns: VecDeque<BucketKey>,
     /// Snapshots whose last row went into a batch since [`Buckets::take_finished`].
     finished: Vec<Report>,
+    /// The `filter` records must pass to be queued.
+    filter: Option<Filter>,
 }
 
 impl Buckets {
@@ -58,11 +70,18 @@ impl Buckets {
             entries: HashMap::with_capacity(keys.len()),
             turns: VecDeque::new(),
             finished: Vec::new(),
+            filter: None,
         };
         for key in keys {
             buckets.insert(*key)?;
         }
         Ok(buckets)
+    }
+
+    /// Queues only the records `filter` keeps (see the module docs).
+    pub fn with_filter(mut self, filter: Option<Filter>) -> Self {
+        self.filter = filter;
+        self
     }
 
     /// Partition id → name of every known partition.
@@ -103,32 +122,44 @@ impl Buckets {
                 snapshot: None,
                 records: Vec::new(),
                 next: 0,
+                end: None,
             },
         );
         Ok(())
     }
 
-    /// Queues newly polled records of bucket `key` behind those already waiting. Records of a
-    /// bucket that is not registered (its partition was dropped meanwhile) are dropped.
-    pub fn queue(&mut self, key: BucketKey, records: Vec<ScanRecord>) {
+    /// Queues newly polled records of bucket `key` (those the filter keeps) behind those
+    /// already waiting. Records of a bucket that is not registered (its partition was dropped
+    /// meanwhile) are dropped.
+    pub fn queue(&mut self, key: BucketKey, records: Vec<ScanRecord>) -> Result<()> {
         let Some(entry) = self.entries.get_mut(&key) else {
-            return;
+            return Ok(());
         };
-        if records.is_empty() {
-            return;
+        let Some(last) = records.last() else {
+            return Ok(());
+        };
+        let end = last.offset() + 1;
+        let records = match &self.filter {
+            Some(filter) => filter.select(records)?,
+            None => records,
+        };
+        if !entry.is_waiting() {
+            self.turns.push_back(key);
         }
         if entry.next < entry.records.len() {
             entry.records.drain(..entry.next);
-            entry.next = 0;
             entry.records.extend(records);
         } else {
-            let had_turn = entry.is_waiting();
             entry.records = records;
-            entry.next = 0;
-            if !had_turn {
-                self.turns.push_back(key);
-            }
         }
+        entry.next = 0;
+        entry.end = Some(end);
+        Ok(())
+    }
+
+    /// The `filter` queued records (and snapshot rows) must pass.
+    pub fn filter(&self) -> Option<&Filter> {
+        self.filter.as_ref()
     }
 
     /// The stamp of bucket `key`, if it is registered.
@@ -141,11 +172,10 @@ impl Buckets {
         let Some(entry) = self.entries.get_mut(&key) else {
             return;
         };
-        let had_turn = entry.is_waiting();
-        entry.snapshot = Some(snapshot);
-        if !had_turn {
+        if !entry.is_waiting() {
             self.turns.push_back(key);
         }
+        entry.snapshot = Some(snapshot);
     }
 
     /// Whether some bucket's snapshot is still being handed over.
@@ -180,6 +210,7 @@ impl Buckets {
         for entry in self.entries.values_mut() {
             entry.records = Vec::new();
             entry.next = 0;
+            entry.end = None;
         }
         let entries = &self.entries;
         self.turns
@@ -237,7 +268,12 @@ impl Buckets {
                 continue;
             }
             let records = &entry.records[entry.next..];
-            let consumed = match encoder.encode(&entry.stamp, records, batch) {
+            let encoded = if records.is_empty() {
+                Ok(0)
+            } else {
+                encoder.encode(&entry.stamp, records, batch)
+            };
+            let consumed = match encoded {
                 Ok(consumed) => consumed,
                 Err(error) => {
                     self.turns.push_front(key);
@@ -254,6 +290,9 @@ impl Buckets {
             } else {
                 entry.records = Vec::new();
                 entry.next = 0;
+                if let Some(end) = entry.end.take() {
+                    positions.insert(key, end);
+                }
             }
         }
         Ok(total)
@@ -298,11 +337,15 @@ mod tests {
         }
     }
 
+    /// Records at `offsets` whose column `v` holds their offset.
     fn records(offsets: std::ops::Range<i64>) -> Vec<ScanRecord> {
-        let n = (offsets.end - offsets.start) as usize;
         let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
         let batch = Arc::new(
-            RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![0; n]))]).unwrap(),
+            RecordBatch::try_new(
+                schema,
+                vec![Arc::new(Int64Array::from_iter_values(offsets.clone()))],
+            )
+            .unwrap(),
         );
         let row_type = Arc::new(RowType::new(vec![DataField::new(
             "v",
@@ -343,8 +386,8 @@ mod tests {
     #[test]
     fn buckets_take_turns_and_keep_their_order() {
         let mut buckets = registry(&[B0, B1]);
-        buckets.queue(B0, records(0..4));
-        buckets.queue(B1, records(10..12));
+        buckets.queue(B0, records(0..4)).unwrap();
+        buckets.queue(B1, records(10..12)).unwrap();
         let mut batch = Batch::new(100, usize::MAX);
         let mut positions = Positions::new();
         let consumed = buckets
@@ -365,14 +408,14 @@ mod tests {
     #[test]
     fn a_full_batch_leaves_records_queued_in_order() {
         let mut buckets = registry(&[B0]);
-        buckets.queue(B0, records(0..5));
+        buckets.queue(B0, records(0..5)).unwrap();
         let mut batch = Batch::new(3, usize::MAX);
         let mut positions = Positions::new();
         buckets
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
             .unwrap();
         assert_eq!(payloads(batch), ["0/0", "0/1", "0/2"]);
-        buckets.queue(B0, records(5..7));
+        buckets.queue(B0, records(5..7)).unwrap();
         let mut batch = Batch::new(100, usize::MAX);
         buckets
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
@@ -388,7 +431,7 @@ mod tests {
     #[test]
     fn an_encoder_may_leave_records_for_later() {
         let mut buckets = registry(&[B0]);
-        buckets.queue(B0, records(0..3));
+        buckets.queue(B0, records(0..3)).unwrap();
         let mut positions = Positions::new();
         let mut batch = Batch::new(100, usize::MAX);
         let consumed = buckets
@@ -417,10 +460,10 @@ mod tests {
             buckets.partitions().get(&7).map(String::as_str),
             Some("2026")
         );
-        buckets.queue(p(0), records(0..2));
-        buckets.queue(B0, records(0..1));
+        buckets.queue(p(0), records(0..2)).unwrap();
+        buckets.queue(B0, records(0..1)).unwrap();
         assert_eq!(buckets.drop_partition(7).as_deref(), Some("2026"));
-        buckets.queue(p(1), records(0..2));
+        buckets.queue(p(1), records(0..2)).unwrap();
         let mut batch = Batch::new(100, usize::MAX);
         let mut positions = Positions::new();
         buckets
@@ -437,8 +480,8 @@ mod tests {
     #[test]
     fn clearing_drops_every_queued_record() {
         let mut buckets = registry(&[B0, B1]);
-        buckets.queue(B0, records(0..2));
-        buckets.queue(B1, records(0..2));
+        buckets.queue(B0, records(0..2)).unwrap();
+        buckets.queue(B1, records(0..2)).unwrap();
         buckets.clear_queued();
         let mut batch = Batch::new(100, usize::MAX);
         let mut positions = Positions::new();
@@ -448,19 +491,76 @@ mod tests {
                 .unwrap(),
             0
         );
-        buckets.queue(B1, records(2..3));
+        buckets.queue(B1, records(2..3)).unwrap();
         buckets
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
             .unwrap();
         assert_eq!(payloads(batch), ["1/2"]);
     }
 
+    fn filtered(text: &str) -> Buckets {
+        let fields = [DataField::new("v", DataTypes::bigint(), None)];
+        let text = crate::filter::FilterText::parse(text).unwrap();
+        let filter = Filter::new(&text, &fields, &fields, false).unwrap();
+        registry(&[B0]).with_filter(Some(filter))
+    }
+
+    #[test]
+    fn filtered_out_records_are_not_delivered_but_move_the_position() {
+        let mut buckets = filtered("v = 1 OR v >= 5");
+        buckets.queue(B0, records(0..4)).unwrap();
+        buckets.queue(B0, records(4..7)).unwrap();
+        let mut batch = Batch::new(100, usize::MAX);
+        let mut positions = Positions::new();
+        let consumed = buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(consumed, 3);
+        assert_eq!(payloads(batch), ["0/1", "0/5", "0/6"]);
+        assert_eq!(positions.get(&B0), Some(&7));
+    }
+
+    #[test]
+    fn a_poll_with_no_match_still_moves_the_position() {
+        let mut buckets = filtered("v > 100");
+        buckets.queue(B0, records(0..3)).unwrap();
+        let mut batch = Batch::new(100, usize::MAX);
+        let mut positions = Positions::new();
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert!(batch.is_empty());
+        assert_eq!(
+            positions.get(&B0),
+            Some(&3),
+            "past the filtered-out records"
+        );
+        let mut batch = Batch::new(100, usize::MAX);
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(positions.get(&B0), Some(&3), "applied once");
+    }
+
+    #[test]
+    fn the_end_waits_while_kept_records_wait() {
+        let mut buckets = filtered("v >= 1");
+        buckets.queue(B0, records(0..4)).unwrap();
+        let mut batch = Batch::new(2, usize::MAX);
+        let mut positions = Positions::new();
+        buckets
+            .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
+            .unwrap();
+        assert_eq!(payloads(batch), ["0/1", "0/2"]);
+        assert_eq!(positions.get(&B0), Some(&3), "only past what was delivered");
+    }
+
     #[test]
     fn a_snapshot_goes_first_and_its_last_row_moves_the_position_to_its_offset() {
         let mut buckets = registry(&[B0, B1]);
-        buckets.queue(B0, records(40..42));
+        buckets.queue(B0, records(40..42)).unwrap();
         buckets.queue_snapshot(B0, crate::scan::snapshot::tests::snapshot(3, 40));
-        buckets.queue(B1, records(7..8));
+        buckets.queue(B1, records(7..8)).unwrap();
         assert!(buckets.has_snapshot());
         let mut positions: Positions = [(B0, crate::bucket::SNAPSHOT_PENDING), (B1, 7)]
             .into_iter()
@@ -510,7 +610,7 @@ mod tests {
     fn a_nack_drops_snapshots_but_a_rebuild_keeps_them() {
         let mut buckets = registry(&[B0]);
         buckets.queue_snapshot(B0, crate::scan::snapshot::tests::snapshot(3, 40));
-        buckets.queue(B0, records(40..41));
+        buckets.queue(B0, records(40..41)).unwrap();
         buckets.clear_queued();
         assert!(
             buckets.has_snapshot(),
@@ -545,7 +645,7 @@ mod tests {
         };
         let names: PartitionNames = [(3, "eu".to_owned())].into_iter().collect();
         let mut buckets = Buckets::new(stamper, names, &[key]).unwrap();
-        buckets.queue(key, records(0..1));
+        buckets.queue(key, records(0..1)).unwrap();
         struct Name(Option<String>);
         impl Encoder for Name {
             fn encode(

@@ -208,6 +208,15 @@ pub enum Error {
     /// Building an Arrow IPC payload failed.
     #[snafu(display("Arrow IPC encoding failed: {cause}"))]
     Ipc { cause: arrow_schema::ArrowError },
+
+    /// `filter` does not fit the table (an unknown column, a literal of the wrong type).
+    #[snafu(transparent)]
+    Filter { source: crate::filter::FilterError },
+
+    /// `filter` could not be evaluated on a fetched batch (its columns are not what the
+    /// table said at open).
+    #[snafu(display("cannot apply `filter` to a fetched batch: {cause}"))]
+    FilterEval { cause: arrow_schema::ArrowError },
 }
 
 impl Error {

@@ -14,6 +14,7 @@
 //! - [`connect`]: the cluster connection, client tuning and the deadline of every call;
 //! - [`table`]: the configured table, checked against `table_type` and `columns`;
 //! - [`bucket`]: bucket keys and positions (a leaf every module may use);
+//! - [`filter`]: the `filter` key: parsed, checked, evaluated on batches, pushed down;
 //! - [`state`]: positions, staged until Ack, persisted as versioned MessagePack;
 //! - [`scan`]: the fluss-rs scanner, starting offsets, partition discovery and bucket snapshots;
 //! - [`buckets`]: the registry of buckets read, their stamps and queued records;
@@ -37,6 +38,7 @@ pub mod config;
 pub mod connect;
 pub mod encode;
 pub mod error;
+pub mod filter;
 pub mod message;
 pub mod options;
 pub mod prune;

@@ -28,6 +28,8 @@ pub struct Table {
     pub projection: Option<Vec<usize>>,
     /// The Fluss fields of the columns in the scanned batches, in batch order.
     pub fields: Vec<DataField>,
+    /// The part of `filter` the server applies (see [`crate::filter::pushdown`]).
+    pub pushdown: Option<fluss::predicate::Predicate>,
 }
 
 impl Table {
@@ -85,6 +87,7 @@ impl Table {
             primary_key,
             projection,
             fields,
+            pushdown: None,
         })
     }
 

@@ -14,6 +14,7 @@ use snafu::Snafu;
 
 use crate::assign::Assignment;
 use crate::bound::StoppingOffset;
+use crate::filter::FilterText;
 use crate::options::{
     ChangelogFormat, DecimalFormat, HeaderSet, IpcCompression, JsonOptions, OutOfRangePolicy,
     PayloadFormat, PayloadSchema, StartingOffset, TableType, TemporalFormat,
@@ -101,6 +102,8 @@ pub struct Config {
     pub starting_offset: StartingOffset,
     /// Column projection (`None` = all columns).
     pub columns: Option<Vec<String>>,
+    /// Row filter (`None` = every row), checked against the table at open.
+    pub filter: Option<FilterText>,
     /// Payload encoding.
     pub payload_format: PayloadFormat,
     /// The Iggy schema JSON payloads declare.
@@ -215,6 +218,7 @@ struct RawConfig {
     table_type: Option<Value>,
     starting_offset: Option<Value>,
     columns: Option<Value>,
+    filter: Option<Value>,
     payload_format: Option<Value>,
     payload_schema: Option<Value>,
     headers: Option<Value>,
@@ -253,6 +257,7 @@ impl RawConfig {
             table_type: choice("table_type", self.table_type, TableType::Auto)?,
             starting_offset: starting_offset(self.starting_offset)?,
             columns: columns(self.columns)?,
+            filter: filter(self.filter)?,
             payload_format: choice("payload_format", self.payload_format, PayloadFormat::Json)?,
             payload_schema: choice("payload_schema", self.payload_schema, PayloadSchema::Json)?,
             headers: headers(self.headers)?,
@@ -330,8 +335,8 @@ impl RawConfig {
 
 mod values;
 use values::{
-    assignment, boolean, bootstrap, choice, columns, duration, headers, integer, name, partitions,
-    required, sasl, starting_offset, stopping_offset,
+    assignment, boolean, bootstrap, choice, columns, duration, filter, headers, integer, name,
+    partitions, required, sasl, starting_offset, stopping_offset,
 };
 
 #[cfg(test)]

@@ -413,3 +413,25 @@ fn partitions_select_by_partition_key_values() {
     let e = error_for(json!({"partitions": "region=eu/region=us"}));
     assert!(e.message.contains("names `region` twice"), "{e}");
 }
+
+#[test]
+fn filter_is_parsed_and_a_syntax_error_points_at_its_column() {
+    assert_eq!(parse(json!({})).unwrap().filter, None);
+    let c = parse(json!({"filter": "amount > 100 AND region IN ('eu', 'us')"})).unwrap();
+    let filter = c.filter.unwrap();
+    assert_eq!(filter.text, "amount > 100 AND region IN ('eu', 'us')");
+    assert!(matches!(filter.ast, crate::filter::Ast::And(..)));
+    let e = error_for(json!({"filter": "region = 'eu' AND amount >="}));
+    assert_eq!(e.key, "filter");
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `filter`: at column 28: expected a value after `>=`, found end of input"
+    );
+    let e = error_for(json!({"filter": 5}));
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `filter` = 5 is not valid; use a condition as a string, e.g. \"amount > 100 AND region IN ('eu', 'us')\""
+    );
+    let e = error_for(json!({"filter": "  "}));
+    assert!(e.message.contains("the filter is empty"), "{e}");
+}

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::{invalid, ConfigError, Sasl, Secret};
 use crate::assign::Assignment;
 use crate::bound::StoppingOffset;
+use crate::filter::FilterText;
 use crate::options::{Choice, Header, HeaderSet, StartingOffset};
 use crate::prune::PartitionFilter;
 
@@ -244,6 +245,27 @@ pub(super) fn columns(value: Option<Value>) -> Result<Option<Vec<String>>, Confi
         });
     }
     Ok(Some(names))
+}
+
+/// `filter`: its syntax is checked here, its columns and literals against the table at open.
+pub(super) fn filter(value: Option<Value>) -> Result<Option<FilterText>, ConfigError> {
+    const KEY: &str = "filter";
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    // Not `text()`: the filter is not trimmed, so error columns count from its first
+    // character, and a number is not a filter.
+    let Value::String(text) = &value else {
+        return Err(invalid(
+            KEY,
+            &value,
+            "use a condition as a string, e.g. \"amount > 100 AND region IN ('eu', 'us')\"",
+        ));
+    };
+    FilterText::parse(text).map(Some).map_err(|e| ConfigError {
+        key: KEY,
+        message: e.to_string(),
+    })
 }
 
 pub(super) fn sasl(

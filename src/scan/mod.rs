@@ -76,6 +76,11 @@ impl Scanner {
                     .project(projection)
                     .map_err(|cause| Error::fluss("project", cause))?;
             }
+            if let Some(predicate) = &table.pushdown {
+                scan = scan
+                    .filter(predicate.clone())
+                    .map_err(|cause| Error::fluss("filter", cause))?;
+            }
             let scanner = scan
                 .create_log_scanner()
                 .map_err(|cause| Error::fluss("create_log_scanner", cause))?;

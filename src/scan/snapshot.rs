@@ -28,6 +28,7 @@ use super::partitions::PartitionNames;
 use crate::bucket::BucketKey;
 use crate::connect::call;
 use crate::error::{Error, Result};
+use crate::filter::Filter;
 use crate::message::BucketStamp;
 use crate::table::Table;
 
@@ -146,13 +147,15 @@ async fn high_watermark(table: &Table, key: BucketKey, names: &PartitionNames) -
         .ok_or(Error::SnapshotUnanswered { key })
 }
 
-/// Takes the snapshot of bucket `key`, stamped by `stamp`, refusing more than `cap` rows.
+/// Takes the snapshot of bucket `key`, stamped by `stamp`, refusing more than `cap` rows
+/// (counted before `filter`, which keeps only the matching rows: the cap bounds memory).
 pub async fn take(
     table: &Table,
     key: BucketKey,
     names: &PartitionNames,
     stamp: &BucketStamp,
     cap: usize,
+    filter: Option<&Filter>,
 ) -> Result<Taken> {
     let started = Instant::now();
     let h0 = high_watermark(table, key, names).await?;
@@ -178,6 +181,10 @@ pub async fn take(
         return Ok(Taken::TooLarge { cap });
     }
     let h1 = high_watermark(table, key, names).await?;
+    let batch = match filter {
+        Some(filter) => filter.retain(&batch)?,
+        None => batch,
+    };
     let report = Report {
         key,
         rows: batch.num_rows(),

@@ -26,6 +26,7 @@ use crate::config::Config;
 use crate::connect;
 use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
 use crate::error::{Error, Result};
+use crate::filter;
 use crate::message::Stamper;
 use crate::options::{Choice, PayloadFormat, PayloadSchema};
 use crate::runtime_json;
@@ -86,7 +87,8 @@ impl Source for FlussSource {
         // Corrupt state fails before any network work, so the error is immediate.
         let saved = state.as_ref().map(SavedState::decode).transpose()?;
         let conn = connect::connect(&config).await?;
-        let table = Table::resolve(conn, &config).await?;
+        let mut table = Table::resolve(conn, &config).await?;
+        let filter = filter::open(&config, &mut table)?;
         let qualified = config.qualified_table();
         if let Some(saved) = &saved {
             saved.check_table(table.id(), &qualified)?;
@@ -152,7 +154,7 @@ impl Source for FlussSource {
             table,
             scanner: Some(scanner),
             progress: Progress::new(committed),
-            buckets: Buckets::new(stamper, partitions, &all_keys)?,
+            buckets: Buckets::new(stamper, partitions, &all_keys)?.with_filter(filter),
             encoder,
             last_discovery: Instant::now(),
             idle_since: None,
@@ -214,7 +216,7 @@ impl Source for FlussSource {
                             };
                             let mut records = records;
                             self.bound.trim(&key, &mut records, ScanRecord::offset);
-                            self.buckets.queue(key, records);
+                            self.buckets.queue(key, records)?;
                         }
                     }
                 }
@@ -338,7 +340,7 @@ fn batch_schema(config: &Config) -> Schema {
 /// The INFO line's description of what `open` found.
 fn summary(config: &Config, table: &Table, partitions: usize) -> String {
     format!(
-        "{} table id {} at {}: {} buckets{}, {} columns, payload {}",
+        "{} table id {} at {}: {} buckets{}, {} columns, payload {}{}",
         if table.primary_key {
             "primary-key"
         } else {
@@ -354,6 +356,7 @@ fn summary(config: &Config, table: &Table, partitions: usize) -> String {
         },
         table.fields.len(),
         config.payload_format.name(),
+        filter::describe(config, table),
     )
 }
 

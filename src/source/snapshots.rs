@@ -51,23 +51,26 @@ impl FlussSource {
         self.telemetry.snapshot_started(key);
         let cap = self.config.snapshot_max_bucket_rows;
         let names = self.buckets.partitions();
-        let continue_at = match snapshot::take(&self.table, key, names, &stamp, cap).await? {
-            Taken::Rows(snapshot) => {
-                let continue_at = snapshot.continue_at();
-                self.buckets.queue_snapshot(key, *snapshot);
-                continue_at
-            }
-            Taken::TooLarge { cap } => {
-                let earliest = offsets::list(&self.table, &[key], names, OffsetSpec::Earliest)
-                    .await?
-                    .get(&key)
-                    .copied()
-                    .ok_or(Error::SnapshotUnanswered { key })?;
-                self.telemetry.snapshot_skipped(key, cap, earliest);
-                positions.insert(key, earliest);
-                earliest
-            }
-        };
+        let continue_at =
+            match snapshot::take(&self.table, key, names, &stamp, cap, self.buckets.filter())
+                .await?
+            {
+                Taken::Rows(snapshot) => {
+                    let continue_at = snapshot.continue_at();
+                    self.buckets.queue_snapshot(key, *snapshot);
+                    continue_at
+                }
+                Taken::TooLarge { cap } => {
+                    let earliest = offsets::list(&self.table, &[key], names, OffsetSpec::Earliest)
+                        .await?
+                        .get(&key)
+                        .copied()
+                        .ok_or(Error::SnapshotUnanswered { key })?;
+                    self.telemetry.snapshot_skipped(key, cap, earliest);
+                    positions.insert(key, earliest);
+                    earliest
+                }
+            };
         // The changelog is read from where the snapshot leaves off; its records queue behind
         // the snapshot's rows. Without a scanner, the rebuild subscribes it (see `reading`).
         if let Some(scanner) = self.scanner.as_ref() {

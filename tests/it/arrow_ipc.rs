@@ -16,7 +16,8 @@ use crate::fixture::{cluster, config, rt, Answer, Received, Stream};
 
 const IDLE: Duration = Duration::from_secs(10);
 
-fn decode(message: &Received) -> RecordBatch {
+/// The one record batch of an Arrow IPC message, checked against its `fluss_row_count`.
+pub(crate) fn decode(message: &Received) -> RecordBatch {
     let mut reader = StreamReader::try_new(message.raw.as_slice(), None).expect("IPC stream");
     let batch = reader.next().expect("one batch").expect("valid batch");
     assert!(reader.next().is_none(), "exactly one batch per message");

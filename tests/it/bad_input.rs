@@ -23,7 +23,7 @@ static RAW_ID: AtomicU32 = AtomicU32::new(900_000);
 
 /// One input `open` must refuse and the whole ERROR line it must give (after
 /// `plugin <id>: open failed: `).
-pub struct Case {
+pub(crate) struct Case {
     what: &'static str,
     /// The plugin config; `None` = no `[plugin_config]` section (the runtime passes `null`).
     config: Option<Value>,
@@ -32,7 +32,7 @@ pub struct Case {
 }
 
 impl Case {
-    pub fn new(what: &'static str, config: Value, expect: impl Into<String>) -> Self {
+    pub(crate) fn new(what: &'static str, config: Value, expect: impl Into<String>) -> Self {
         Self {
             what,
             config: Some(config),
@@ -164,8 +164,8 @@ pub fn assert_no_repeated_cause(line: &str) {
     }
 }
 
-/// `open` refuses `case` in this process and in the runner binary, with its whole ERROR line.
-pub fn refused(case: &Case) {
+/// `case` refused in process and by the runner binary.
+pub(crate) fn refused(case: &Case) {
     refused_in_process(case);
     refused_by_runner(case);
 }

@@ -12,6 +12,7 @@ mod changelog;
 mod crashes;
 mod failover;
 mod faults;
+mod filters;
 mod fixture;
 mod log_tables;
 mod pk_script;

@@ -1,0 +1,151 @@
+//! Row filters: the `filter` key's small predicate language, checked against the table at
+//! open, evaluated exactly on every fetched Arrow batch, and pushed down to the server where
+//! fluss-rs can take it.
+//!
+//! - [`parse`]: the text to a syntax tree (at config parse time, so a typo fails at once);
+//! - [`literal`]: a literal's text typed by its column, exactly or not at all;
+//! - [`check`]: the tree resolved against the table's columns ([`Filter::new`], at open);
+//! - [`eval`]: a checked filter evaluated over an Arrow batch into a mask, with arrow's kernels;
+//! - [`select`]: the records of one poll reduced to the matching ones (changelog rules there);
+//! - [`pushdown`]: the part of a filter the server can use to skip whole batches.
+//!
+//! Semantics are SQL's three-valued logic: a comparison with a NULL column value is unknown,
+//! `NOT` of unknown is unknown, and only rows where the whole filter is true are delivered.
+
+pub mod check;
+pub mod eval;
+pub mod literal;
+pub mod parse;
+pub mod pushdown;
+pub mod select;
+
+use std::sync::Arc;
+
+use arrow_array::{BooleanArray, RecordBatch};
+use arrow_schema::ArrowError;
+use fluss::metadata::{DataField, RowType};
+use snafu::Snafu;
+
+pub use check::Expr;
+pub use parse::Ast;
+
+/// A filter that does not parse or does not fit the table: where, and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, Snafu)]
+#[snafu(display("`filter`: at column {column}: {message}"))]
+pub struct FilterError {
+    /// 1-based character column in the filter text.
+    pub column: usize,
+    /// What is wrong there and what would be accepted.
+    pub message: String,
+}
+
+impl FilterError {
+    fn new(column: usize, message: impl Into<String>) -> Self {
+        Self {
+            column,
+            message: message.into(),
+        }
+    }
+}
+
+/// The `filter` key as configured: its text and syntax tree, not yet checked against a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterText {
+    /// The text, as written.
+    pub text: String,
+    /// Its syntax tree.
+    pub ast: Ast,
+}
+
+impl FilterText {
+    /// Parses the filter text; a syntax error points at its position.
+    pub fn parse(text: &str) -> Result<Self, FilterError> {
+        Ok(Self {
+            text: text.to_owned(),
+            ast: parse::parse(text)?,
+        })
+    }
+}
+
+/// A filter checked against the columns the source reads.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    expr: Expr,
+    /// The scanned columns, for the records that point into compacted batches.
+    row_type: Arc<RowType>,
+    /// Primary-key changelog: update pairs are filtered as one (see [`select`]).
+    changelog: bool,
+}
+
+impl Filter {
+    /// Checks `text` against `scanned` (the columns of the fetched batches, in order) and
+    /// `table` (all the table's columns, named in the error for an unknown one).
+    pub fn new(
+        text: &FilterText,
+        scanned: &[DataField],
+        table: &[DataField],
+        changelog: bool,
+    ) -> Result<Self, FilterError> {
+        Ok(Self {
+            expr: check::check(&text.ast, scanned, table)?,
+            row_type: Arc::new(RowType::new(scanned.to_vec())),
+            changelog,
+        })
+    }
+
+    /// The checked expression.
+    pub fn expr(&self) -> &Expr {
+        &self.expr
+    }
+
+    /// Which rows of `batch` match: true where the filter is true, false where it is false
+    /// or unknown (no nulls in the result).
+    pub fn matches(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
+        eval::matches(&self.expr, batch)
+    }
+
+    /// The rows of `batch` that match (a snapshot's rows, which have no change pairs).
+    pub fn retain(&self, batch: &RecordBatch) -> crate::error::Result<RecordBatch> {
+        let eval = |cause| crate::error::Error::FilterEval { cause };
+        let mask = self.matches(batch).map_err(eval)?;
+        arrow_select::filter::filter_record_batch(batch, &mask).map_err(eval)
+    }
+}
+
+/// The configured filter checked against `table` at open, with its pushdown set on the table
+/// for log tables (fluss-rs supports pushdown on log-table scans; a primary-key table's
+/// changelog is filtered on the client only); `None` without a filter.
+pub fn open(
+    config: &crate::config::Config,
+    table: &mut crate::table::Table,
+) -> Result<Option<Filter>, FilterError> {
+    let Some(text) = &config.filter else {
+        return Ok(None);
+    };
+    let filter = Filter::new(
+        text,
+        &table.fields,
+        table.info.get_row_type().fields(),
+        table.primary_key,
+    )?;
+    if !table.primary_key {
+        table.pushdown = pushdown::predicate(filter.expr());
+    }
+    Ok(Some(filter))
+}
+
+/// The open line's words on the filter: empty without one.
+pub fn describe(config: &crate::config::Config, table: &crate::table::Table) -> String {
+    match &config.filter {
+        None => String::new(),
+        Some(text) => format!(
+            ", filter `{}` ({})",
+            text.text,
+            if table.pushdown.is_some() {
+                "pushed down, then applied exactly"
+            } else {
+                "applied on the client"
+            }
+        ),
+    }
+}
