@@ -155,7 +155,7 @@ fn child(args: &[String]) {
             "database": tables::TEST_DATABASE,
             "table": table,
             "poll_interval": "100ms",
-            // Measures the changelog path (`full` snapshots are measured by benches/snapshot.rs).
+            // The changelog path; the `snapshot*` modes set `full` themselves.
             "starting_offset": "earliest",
         });
         if let (Some(c), Some(e)) = (c.as_object_mut(), extra.as_object()) {
