@@ -185,7 +185,7 @@ fn log_table(prefix: &str, rows: i64) -> TablePath {
 }
 
 fn starting_offset_error(value: &str) -> String {
-    format!("invalid plugin_config: `starting_offset` = {value} is not valid; use \"earliest\", \"latest\", \"timestamp:<RFC 3339 UTC time or epoch ms>\" or a non-negative offset")
+    format!("invalid plugin_config: `starting_offset` = {value} is not valid; use \"full\", \"earliest\", \"latest\", \"timestamp:<RFC 3339 UTC time or epoch ms>\" or a non-negative offset")
 }
 
 /// serde's own list of the accepted keys, which the plugin passes on as it is.
