@@ -54,7 +54,9 @@ fn debezium_events_replay_to_the_final_table() {
         &table,
         TOPIC,
         "json",
-        json!({ "changelog_format": "debezium" }),
+        // The changelog replay; `full` (the default) would start with the table's rows as
+        // snapshot events (tests/it/snapshots.rs).
+        json!({ "changelog_format": "debezium", "starting_offset": "earliest" }),
     )]);
     world.wait_for(TOPIC, &format!("{EVENTS} change events"), |m| {
         m.len() >= EVENTS
