@@ -7,7 +7,7 @@
 //! table (dropped and re-created, or renamed) is refused instead of silently misapplied.
 //!
 //! A bucket still in its snapshot phase (`starting_offset = "full"`) has the position
-//! [`SNAPSHOT_PENDING`] in memory; it is persisted in a list of its own (`snapshots`), so a
+//! [`SNAPSHOT_PENDING`](crate::bucket::SNAPSHOT_PENDING) in memory; it is persisted in a list of its own (`snapshots`), so a
 //! restart takes that bucket's snapshot again.
 
 use std::collections::VecDeque;
@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::assign::Assignment;
 use crate::bound::{Stop, StoppingOffset};
-use crate::bucket::{is_snapshot_pending, BucketKey, Positions, SNAPSHOT_PENDING};
+use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
 use crate::error::{Error, Result};
 
 /// The format version written by this build.
@@ -40,9 +40,11 @@ struct PersistedState {
     /// The stop point of a bounded read (`None`: unbounded).
     #[serde(default)]
     stop: Option<(StoppingOffset, Vec<PersistedPosition>)>,
-    /// Buckets whose snapshot has not been acknowledged whole (absent before snapshots).
+    /// Buckets whose snapshot has not been acknowledged whole (absent before snapshots), with
+    /// their in-memory marker: [`SNAPSHOT_PENDING`](crate::bucket::SNAPSHOT_PENDING), or where their changelog must continue
+    /// because an earlier attempt was partly delivered ([`crate::bucket::snapshot_pending_from`]).
     #[serde(default)]
-    snapshots: Vec<(Option<PartitionId>, BucketId)>,
+    snapshots: Vec<PersistedPosition>,
 }
 
 /// One bucket's offset as persisted: `(partition, bucket, offset)`.
@@ -110,7 +112,7 @@ impl SavedState {
             snapshots: positions
                 .iter()
                 .filter(|(_, off)| is_snapshot_pending(**off))
-                .map(|(k, _)| (k.partition, k.bucket))
+                .map(|(k, off)| (k.partition, k.bucket, *off))
                 .collect(),
         };
         // The SDK's `ConnectorState::serialize` is this same call; calling it directly keeps
@@ -142,19 +144,17 @@ impl SavedState {
         };
         // `restored` (below) refuses negative offsets, so the snapshot marker joins after it.
         let mut snapshots = Vec::with_capacity(record.snapshots.len());
-        for (partition, bucket) in record.snapshots {
-            if bucket < 0 {
+        for (partition, bucket, marker) in record.snapshots {
+            if bucket < 0 || !is_snapshot_pending(marker) {
                 return Err(Error::StateImpossible {
                     bucket,
-                    offset: SNAPSHOT_PENDING,
+                    offset: marker,
                 });
             }
-            snapshots.push(BucketKey { partition, bucket });
+            snapshots.push((BucketKey { partition, bucket }, marker));
         }
         let mut positions = restored(record.positions)?;
-        for key in snapshots {
-            positions.insert(key, SNAPSHOT_PENDING);
-        }
+        positions.extend(snapshots);
         Ok(Self {
             table_id: record.table_id,
             table: record.table,
@@ -274,6 +274,7 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bucket::SNAPSHOT_PENDING;
 
     fn positions() -> Positions {
         let mut p = Positions::new();
@@ -438,6 +439,10 @@ mod tests {
                 bucket: 0,
             },
             SNAPSHOT_PENDING,
+        );
+        with_snapshots.insert(
+            BucketKey::bucket(5),
+            crate::bucket::snapshot_pending_from(2738),
         );
         let bytes =
             SavedState::encode(42, "fluss.orders", &with_snapshots, Scope::default()).unwrap();

@@ -136,6 +136,17 @@ impl Snapshot {
     pub fn continue_at(&self) -> i64 {
         self.report.continue_at
     }
+
+    /// Continues the changelog at `floor` instead, when an earlier attempt at this bucket's
+    /// snapshot was partly delivered (see [`crate::bucket::snapshot_pending_from`]): the
+    /// changes since then, deletes included, bring that attempt's rows up to date. The switch
+    /// is then not exact (changes already in this snapshot come again).
+    pub fn continue_from(&mut self, floor: i64) {
+        if floor < self.report.continue_at {
+            self.report.continue_at = floor;
+            self.report.exact = false;
+        }
+    }
 }
 
 /// The high watermark of one bucket.

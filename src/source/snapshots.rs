@@ -7,7 +7,10 @@
 use fluss::rpc::message::OffsetSpec;
 
 use super::{FlussSource, RETRY_PAUSE};
-use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
+use crate::bucket::{
+    is_snapshot_pending, snapshot_floor, snapshot_pending_from, BucketKey, Positions,
+    SNAPSHOT_PENDING,
+};
 use crate::error::{Error, Fault, Result};
 use crate::scan::offsets;
 use crate::scan::snapshot::{self, Taken};
@@ -55,7 +58,15 @@ impl FlussSource {
             match snapshot::take(&self.table, key, names, &stamp, cap, self.buckets.filter())
                 .await?
             {
-                Taken::Rows(snapshot) => {
+                Taken::Rows(mut snapshot) => {
+                    let marker = positions.get(&key).copied().unwrap_or(SNAPSHOT_PENDING);
+                    match snapshot_floor(marker) {
+                        Some(floor) => snapshot.continue_from(floor),
+                        // The first attempt: its rows are about to be handed over.
+                        None => {
+                            positions.insert(key, snapshot_pending_from(snapshot.continue_at()));
+                        }
+                    }
                     let continue_at = snapshot.continue_at();
                     self.buckets.queue_snapshot(key, *snapshot);
                     continue_at
