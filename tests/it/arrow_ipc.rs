@@ -29,7 +29,8 @@ pub(crate) fn decode(message: &Received) -> RecordBatch {
     batch
 }
 
-fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
+/// Column `name` of `batch` as its concrete Arrow array type.
+pub(crate) fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
     batch
         .column_by_name(name)
         .unwrap_or_else(|| panic!("column {name}"))

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, Float64Array, Int64Array, StringArray};
 use arrow_ipc::reader::StreamReader;
 use fluss_source_runner::{logs, Level};
 use fluss_testkit::fluss::client::FlussConnection;
@@ -15,6 +15,7 @@ use fluss_testkit::fluss::rpc::message::OffsetSpec;
 use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
+use crate::arrow_ipc::column;
 use crate::fixture::{cluster, rt, Answer, Received, Stream};
 use crate::pk_script::{apply_script, lookup_all, lookup_all_on, replay, script, Op, TableState};
 
@@ -46,15 +47,6 @@ fn op(m: &Received) -> &str {
         .unwrap_or(&m.payload["op"])
         .as_str()
         .expect("op")
-}
-
-fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
-    batch
-        .column_by_name(name)
-        .unwrap_or_else(|| panic!("column {name}"))
-        .as_any()
-        .downcast_ref::<T>()
-        .unwrap_or_else(|| panic!("type of {name}"))
 }
 
 /// Applies Arrow IPC changelog messages in delivery order; returns the table and the
