@@ -25,13 +25,6 @@ use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
 use fluss_testkit::{tables, Cluster, ClusterOptions};
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.replace('_', "").parse().ok())
-        .unwrap_or(default)
-}
-
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -78,7 +71,7 @@ async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
 /// polled in a loop, with the plugin's Arrow IPC poll size (`max_batch_bytes / 320` for the
 /// default 8 MiB) unless `E2E_POLL_RECORDS` says otherwise.
 async fn bare_records(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
-    let poll_records = env_usize("E2E_POLL_RECORDS", (8 << 20) / 320);
+    let poll_records = common::env_usize("E2E_POLL_RECORDS", (8 << 20) / 320);
     let (conn, offsets) = common::bare_setup(bootstrap, path, poll_records).await;
     let table = conn.get_table(path).await.expect("table");
     let scanner = table.new_scan().create_log_scanner().expect("scanner");
@@ -100,14 +93,7 @@ async fn bare_records(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
 /// (b)-(d): the plugin library over the C ABI, acking every batch, until `rows` rows (or
 /// changes) arrived.
 fn through_plugin(config: serde_json::Value, rows: usize, ipc: bool) -> usize {
-    let lib = std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            exe.parent()?
-                .parent()
-                .map(|d| d.join("libiggy_connector_fluss_source.so"))
-        })
-        .expect("plugin path");
+    let lib = common::library("libiggy_connector_fluss_source.so");
     let harness = fluss_source_runner::Harness::load(&lib).expect("load plugin");
     let instance = harness.open(&config.to_string(), None).expect("open");
     assert_eq!(instance.start(), 0);
@@ -200,15 +186,15 @@ fn main() {
         child(&args[at + 1..]);
         return;
     }
-    let rows = env_usize("E2E_ROWS", 2_000_000);
-    let pk_rows = env_usize("E2E_PK_ROWS", 500_000);
+    let rows = common::env_usize("E2E_ROWS", 2_000_000);
+    let pk_rows = common::env_usize("E2E_PK_ROWS", 500_000);
     let cluster = match std::env::var("FLUSS_BOOTSTRAP") {
         Ok(_) => Cluster::shared(),
         Err(_) => Box::leak(Box::new(Cluster::start(ClusterOptions::default()))),
     };
     let (log, pk) = runtime().block_on(common::load_tables(cluster, "e2e", rows, pk_rows));
     let exe = std::env::current_exe().expect("exe");
-    let repeat = env_usize("E2E_REPEAT", 3).max(1);
+    let repeat = common::env_usize("E2E_REPEAT", 3).max(1);
     let modes = [
         ("bare", &log, rows),
         ("records", &log, rows),

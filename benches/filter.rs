@@ -24,23 +24,9 @@ use iggy_connector_fluss_source::state::SavedState;
 /// Keeps 1% of the rows.
 const FILTER: &str = "qty < 10";
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.replace('_', "").parse().ok())
-        .unwrap_or(default)
-}
-
 /// Reads through the plugin until the positions cover `rows` rows; (messages, rows in them).
 fn through_plugin(config: serde_json::Value, rows: i64) -> (usize, usize) {
-    let lib = std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            exe.parent()?
-                .parent()
-                .map(|d| d.join("libiggy_connector_fluss_source.so"))
-        })
-        .expect("plugin path");
+    let lib = common::library("libiggy_connector_fluss_source.so");
     let harness = fluss_source_runner::Harness::load(&lib).expect("load plugin");
     let instance = harness.open(&config.to_string(), None).expect("open");
     assert_eq!(instance.start(), 0);
@@ -116,7 +102,7 @@ fn main() {
         child(&args[at + 1..]);
         return;
     }
-    let rows = env_usize("E2E_ROWS", 2_000_000);
+    let rows = common::env_usize("E2E_ROWS", 2_000_000);
     let cluster = match std::env::var("FLUSS_BOOTSTRAP") {
         Ok(_) => Cluster::shared(),
         Err(_) => Box::leak(Box::new(Cluster::start(ClusterOptions::default()))),

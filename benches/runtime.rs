@@ -57,13 +57,6 @@ const SETTLED: Duration = Duration::from_secs(3);
 /// The plugin's default `max_batch_bytes`: the ceiling of Arrow IPC batches as many messages.
 const MAX_BATCH_BYTES: usize = 8 << 20;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.replace('_', "").parse().ok())
-        .unwrap_or(default)
-}
-
 fn tokio_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -109,20 +102,6 @@ async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> f64 {
         seen as f64 / subscribed.elapsed().as_secs_f64()
     );
     rate
-}
-
-/// The libraries under `target/release/`, next to this bench binary's `deps/`.
-fn library(name: &str) -> PathBuf {
-    let lib = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join(name)))
-        .expect("target directory");
-    assert!(
-        lib.exists(),
-        "{} is missing; run `cargo build --release -p iggy_connector_fluss_source -p iggy_test_source`",
-        lib.display()
-    );
-    lib
 }
 
 /// What one source delivers and how the stream is set up.
@@ -471,22 +450,22 @@ fn fmt_rate(rate: f64) -> String {
 fn main() {
     let base = std::env::temp_dir().join(format!("fluss-runtime-bench-{}", std::process::id()));
     std::fs::create_dir_all(&base).expect("bench dir");
-    let test_source = library("libiggy_test_source.so");
+    let test_source = common::library("libiggy_test_source.so");
     if let Ok(sweep) = std::env::var("RUNTIME_SWEEP") {
         let total = sweep.replace('_', "").parse().unwrap_or(500_000);
         run_sweep(
             &base,
             &test_source,
             total,
-            env_usize("E2E_REPEAT", 3).max(1),
+            common::env_usize("E2E_REPEAT", 3).max(1),
         );
         let _ = std::fs::remove_dir_all(&base);
         return;
     }
-    let plugin = library("libiggy_connector_fluss_source.so");
-    let rows = env_usize("E2E_ROWS", 1_000_000);
-    let pk_rows = env_usize("E2E_PK_ROWS", 500_000);
-    let repeat = env_usize("E2E_REPEAT", 3).max(1);
+    let plugin = common::library("libiggy_connector_fluss_source.so");
+    let rows = common::env_usize("E2E_ROWS", 1_000_000);
+    let pk_rows = common::env_usize("E2E_PK_ROWS", 500_000);
+    let repeat = common::env_usize("E2E_REPEAT", 3).max(1);
     let selected: Option<Vec<String>> = std::env::var("RUNTIME_SHAPES")
         .ok()
         .map(|s| s.split(',').map(|s| s.trim().to_owned()).collect());

@@ -9,6 +9,7 @@ use arrow_array::{
     StringArray, TimestampMicrosecondArray,
 };
 use arrow_schema::{DataType as ArrowType, Field, Schema as ArrowSchema, TimeUnit};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use std::collections::HashMap;
@@ -17,6 +18,29 @@ use fluss_testkit::fluss::client::{FlussConnection, EARLIEST_OFFSET};
 use fluss_testkit::fluss::config::Config;
 use fluss_testkit::fluss::metadata::{DataField, DataTypes, Schema, TableDescriptor, TablePath};
 use fluss_testkit::{tables, Cluster};
+
+/// A size from the environment (`_` allowed as a digit separator), or `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+/// A library in the target directory of this bench binary (`target/release/` next to its
+/// `deps/`), which must be built already.
+pub fn library(name: &str) -> PathBuf {
+    let lib = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join(name)))
+        .expect("target directory");
+    assert!(
+        lib.exists(),
+        "{} is missing; run `cargo build --release -p iggy_connector_fluss_source -p iggy_test_source`",
+        lib.display()
+    );
+    lib
+}
 
 /// Rows per append while loading a table.
 const LOAD_BATCH: usize = 20_000;
