@@ -60,12 +60,7 @@ pub fn message_id(
     bucket: BucketId,
     offset: i64,
 ) -> u128 {
-    let partition = partition.map_or(0, |p| (p as u64).wrapping_add(1));
-    (1u128 << 126)
-        | fold(table as u64, 22) << 104
-        | fold(partition, 32) << 72
-        | fold(bucket as u32 as u64, 16) << 56
-        | fold(offset as u64, 56)
+    (1u128 << 126) | bucket_bits(table, partition, bucket) | fold(offset as u64, 56)
 }
 
 /// The message id of the snapshot row at `index` of a snapshot taken at `continue_at` (see
@@ -77,13 +72,16 @@ pub fn snapshot_id(
     continue_at: i64,
     index: i64,
 ) -> u128 {
-    let partition = partition.map_or(0, |p| (p as u64).wrapping_add(1));
     (2u128 << 126)
-        | fold(table as u64, 22) << 104
-        | fold(partition, 32) << 72
-        | fold(bucket as u32 as u64, 16) << 56
+        | bucket_bits(table, partition, bucket)
         | u128::from(continue_at as u64 & ((1 << 24) - 1)) << 32
         | fold(index as u64, 32)
+}
+
+/// Bits 125-56 of every id, changelog or snapshot: table, partition and bucket.
+fn bucket_bits(table: TableId, partition: Option<PartitionId>, bucket: BucketId) -> u128 {
+    let partition = partition.map_or(0, |p| (p as u64).wrapping_add(1));
+    fold(table as u64, 22) << 104 | fold(partition, 32) << 72 | fold(bucket as u32 as u64, 16) << 56
 }
 
 type HeaderMap = BTreeMap<HeaderKey, HeaderValue>;
