@@ -22,4 +22,12 @@ set -e
 # doc-tests, which may be "0 passed").
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+# CI keeps only the tail of this output: repeat why each failed test failed (its name and the
+# lines around its panic) after the summary, where they survive the cut.
+if [ "$status" -ne 0 ]; then
+  awk '/^---- .* stdout ----$/ { name = $2; keep = 1; next }
+       /^failures:$/ && keep { keep = 0 }
+       keep && /panicked at/ { print "failed: " name; n = 8 }
+       keep && n > 0 { print "  " $0; n-- }' "$log" | tail -n 120
+fi
 exit "$status"

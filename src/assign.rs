@@ -72,6 +72,35 @@ impl fmt::Display for Assignment {
     }
 }
 
+impl Assignment {
+    /// The WARN an instance of more instances than the table has buckets logs at open, or
+    /// `None`. Unpartitioned, instances `buckets..count` own nothing, ever; partitioned, each
+    /// partition's buckets go to `buckets` of the `count` instances, so some read nothing of
+    /// most partitions.
+    pub fn oversized(&self, buckets: i32, partitioned: bool) -> Option<String> {
+        let buckets = u32::try_from(buckets).unwrap_or(0);
+        if self.count <= buckets {
+            return None;
+        }
+        let fix = format!("lower `instance_count` to {buckets} or fewer on every instance");
+        if partitioned {
+            Some(format!(
+                "{self}, but the table has {buckets} buckets per partition: each partition is read by {buckets} of the {} instances and the others read none of it; {fix} to use every instance",
+                self.count
+            ))
+        } else if self.index >= buckets {
+            Some(format!(
+                "{self}, but the table has {buckets} buckets: this instance owns none and stays idle; {fix}"
+            ))
+        } else {
+            Some(format!(
+                "{self}, but the table has {buckets} buckets: instances {buckets} to {} stay idle; {fix}",
+                self.count - 1
+            ))
+        }
+    }
+}
+
 /// The instance (`0..count`) that reads `key`, as Flink's Fluss source assigns splits.
 pub fn owner(key: &BucketKey, count: u32) -> u32 {
     let count = i64::from(count.max(1));
@@ -148,5 +177,26 @@ mod tests {
         );
         assert_eq!(Assignment::try_new(0, 1).unwrap(), Assignment::ALL);
         assert!(Assignment::ALL.owns(&key(Some(9), 3)));
+    }
+
+    #[test]
+    fn more_instances_than_buckets_is_named_with_the_fix() {
+        let share = |i| Assignment::try_new(i, 4).unwrap();
+        assert_eq!(share(3).oversized(4, false), None);
+        assert_eq!(share(3).oversized(4, true), None);
+        let idle = share(3).oversized(3, false).expect("idle");
+        assert_eq!(
+            idle,
+            "instance_index = 3, instance_count = 4, but the table has 3 buckets: this instance owns none and stays idle; lower `instance_count` to 3 or fewer on every instance"
+        );
+        // Every bucket of an unpartitioned table goes to `bucket % count`: index 3 owns none.
+        assert!((0..3).all(|b| !share(3).owns(&key(None, b))));
+        let busy = share(0).oversized(3, false).expect("busy");
+        assert!(busy.contains("instances 3 to 3 stay idle"), "{busy}");
+        let partitioned = share(1).oversized(2, true).expect("partitioned");
+        assert!(
+            partitioned.contains("each partition is read by 2 of the 4 instances"),
+            "{partitioned}"
+        );
     }
 }

@@ -67,8 +67,10 @@ impl Telemetry {
         );
     }
 
-    /// JSON payloads whose key order the runtime will not keep (see [`crate::runtime_json`]).
-    pub fn key_order(&self, warning: &str) {
+    /// A setting that works but not as the user likely meant, found at open: JSON payloads
+    /// whose key order the runtime will not keep (see [`crate::runtime_json`]), more
+    /// instances than buckets (see [`crate::assign::Assignment::oversized`]).
+    pub fn warn(&self, warning: &str) {
         tracing::warn!("{}: {warning}", self.prefix);
     }
 

@@ -146,7 +146,13 @@ impl Source for FlussSource {
         let summary = summary(&config, &table, partitions.len()) + &bounded::share(&config, &bound);
         telemetry.opened(&summary, &starts);
         if let Some(warning) = key_order {
-            telemetry.key_order(&warning);
+            telemetry.warn(&warning);
+        }
+        if let Some(warning) = config
+            .assignment
+            .oversized(table.buckets(), table.info.is_partitioned())
+        {
+            telemetry.warn(&warning);
         }
         Ok(Self {
             schema: batch_schema(&config),

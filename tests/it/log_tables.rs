@@ -14,7 +14,7 @@ use crate::fixture::{assert_bucket_order, cluster, config, ids, rt, Answer, Stre
 const IDLE: Duration = Duration::from_secs(15);
 
 /// Creates a log table with the sample schema and `buckets` buckets holding ids `range`.
-fn log_table(prefix: &str, buckets: i32, range: std::ops::Range<i64>) -> TablePath {
+pub(crate) fn log_table(prefix: &str, buckets: i32, range: std::ops::Range<i64>) -> TablePath {
     let path = unique_table(prefix);
     rt().block_on(async {
         let conn = cluster().connection().await;

@@ -1,16 +1,18 @@
 //! Scale-out: three instances (`instance_index` 0, 1, 2 of `instance_count` 3) share a
 //! partitioned table that gains a partition while they run; a state written under another
-//! share is refused at open.
+//! share is refused at open; more instances than buckets are named at open.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use fluss_source_runner::{logs, Level};
 use iggy_connector_fluss_source::assign::owner;
 use iggy_connector_fluss_source::bucket::BucketKey;
 use serde_json::{json, Value};
 
 use crate::bad_input::{refused, Case};
 use crate::fixture::{assert_bucket_order, config, ids, Answer, Received, Stream};
+use crate::log_tables::log_table;
 use crate::regions::{add_region, partition_ids, read_together, regions_table, write_region};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -170,4 +172,45 @@ fn a_state_written_under_another_share_is_refused_at_open() {
     for case in &cases {
         refused(case);
     }
+}
+
+#[test]
+fn more_instances_than_buckets_warn_at_open_and_the_idle_one_reads_nothing() {
+    let path = log_table("scale_out_oversized", 3, 0..90);
+    let table = path.table();
+    let of_four = |index: u32| config(table, json!({"instance_index": index, "instance_count": 4}));
+    let since = logs().len();
+    let mut idle = Stream::open(&of_four(3), None).expect("an idle instance still opens");
+    assert_eq!(idle.read(1, Duration::from_secs(5), Answer::AckAll), 0);
+    idle.close();
+    let mut rows = 0;
+    for index in 0..3 {
+        let mut busy = Stream::open(&of_four(index), None).expect("open");
+        busy.read(90, Duration::from_secs(5), Answer::AckAll);
+        let buckets: BTreeSet<i32> = busy.acked.iter().map(|m| m.bucket).collect();
+        assert!(
+            buckets.is_subset(&BTreeSet::from([index as i32])),
+            "instance {index} of 4 reads bucket {index} only: {buckets:?}"
+        );
+        rows += busy.acked.len();
+        busy.close();
+    }
+    assert_eq!(rows, 90, "instances 0 to 2 of 4 read the whole table");
+    let warns: Vec<String> = logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.level == Level::Warn && l.message.contains(table))
+        .map(|l| l.message)
+        .collect();
+    assert_eq!(warns.len(), 4, "one WARN per instance: {warns:#?}");
+    assert!(
+        warns[0].ends_with("instance_index = 3, instance_count = 4, but the table has 3 buckets: this instance owns none and stays idle; lower `instance_count` to 3 or fewer on every instance"),
+        "{}",
+        warns[0]
+    );
+    assert!(
+        warns[1].contains("instances 3 to 3 stay idle"),
+        "{}",
+        warns[1]
+    );
 }
