@@ -2,7 +2,7 @@
 //! every `partition_discovery_interval`; new ones are read from their earliest offset and
 //! dropped ones are forgotten.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use fluss::PartitionId;
 
@@ -16,20 +16,33 @@ pub type PartitionNames = HashMap<PartitionId, String>;
 
 /// The partitions the table has now, those `filter` selects (`partitions`) if given.
 pub async fn list(table: &Table, filter: Option<&PartitionFilter>) -> Result<PartitionNames> {
+    Ok(list_split(table, filter).await?.0)
+}
+
+/// The partitions the table has now: those `filter` selects, and the ids of those it leaves
+/// out (whose saved positions a state keeps for a later, wider selection).
+pub async fn list_split(
+    table: &Table,
+    filter: Option<&PartitionFilter>,
+) -> Result<(PartitionNames, HashSet<PartitionId>)> {
     let infos = call(
         "list_partition_infos",
         CALL_TIMEOUT,
         table.admin.list_partition_infos(&table.path),
     )
     .await?;
-    Ok(infos
-        .into_iter()
-        .filter(|p| {
-            let spec = p.get_resolved_partition_spec();
-            filter.is_none_or(|f| f.matches(spec.get_partition_keys(), spec.get_partition_values()))
-        })
-        .map(|p| (p.get_partition_id(), p.get_partition_name()))
-        .collect())
+    let mut selected = PartitionNames::new();
+    let mut left_out = HashSet::new();
+    for info in infos {
+        let spec = info.get_resolved_partition_spec();
+        if filter.is_none_or(|f| f.matches(spec.get_partition_keys(), spec.get_partition_values()))
+        {
+            selected.insert(info.get_partition_id(), info.get_partition_name());
+        } else {
+            left_out.insert(info.get_partition_id());
+        }
+    }
+    Ok((selected, left_out))
 }
 
 /// What changed between two listings.

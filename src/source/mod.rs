@@ -12,9 +12,11 @@
 //! overlap on two cores. Each answered batch therefore has its own staged positions ([`Progress`]); a
 //! Nack drops them all, including those of the batch prepared behind it.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use fluss::record::ScanRecord;
+use fluss::PartitionId;
 use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, SourceBatchResult};
 
 use crate::assign::Assignment;
@@ -31,7 +33,7 @@ use crate::message::Stamper;
 use crate::options::{Choice, PayloadFormat, PayloadSchema};
 use crate::runtime_json;
 use crate::scan::offsets;
-use crate::scan::partitions::{self, PartitionNames};
+use crate::scan::partitions;
 use crate::scan::Scanner;
 use crate::state::{Progress, SavedState, Scope, Tally};
 use crate::table::Table;
@@ -77,6 +79,10 @@ pub struct FlussSource {
     stop_unsaved: bool,
     /// The `finished` line was logged.
     finished: bool,
+    /// Saved positions of partitions that still exist but `partitions` no longer selects:
+    /// every state keeps them, so widening the selection again resumes those partitions
+    /// where they stopped instead of at `starting_offset`.
+    set_aside: Positions,
 }
 
 impl Source for FlussSource {
@@ -101,11 +107,15 @@ impl Source for FlussSource {
         }
         let encoder = encoder_for(&config, &table)?;
         let key_order = runtime_json::check(&config, &table.fields, table.primary_key)?;
-        let partitions = if table.info.is_partitioned() {
-            partitions::list(&table, config.partitions.as_ref()).await?
+        let (partitions, left_out) = if table.info.is_partitioned() {
+            partitions::list_split(&table, config.partitions.as_ref()).await?
         } else {
-            PartitionNames::new()
+            Default::default()
         };
+        let set_aside = saved
+            .as_ref()
+            .map(|s| set_aside(&s.positions, &left_out))
+            .unwrap_or_default();
         let mut all_keys = bucket_keys(&table, config.assignment, partitions.keys().copied());
         let (bound, stop_unsaved) = bounded::open(
             &table,
@@ -169,6 +179,7 @@ impl Source for FlussSource {
             bound,
             stop_unsaved,
             finished: false,
+            set_aside,
         })
     }
 
@@ -294,15 +305,38 @@ impl FlussSource {
             assignment: self.config.assignment,
             stop: self.bound.stop(),
         };
+        let kept;
+        let persisted = if self.set_aside.is_empty() {
+            &positions
+        } else {
+            kept = with_set_aside(&positions, &self.set_aside);
+            &kept
+        };
         let state = SavedState::encode(
             self.table.id(),
             &self.config.qualified_table(),
-            &positions,
+            persisted,
             scope,
         )?;
         self.progress.stage(positions, tally);
         Ok(Some(state))
     }
+}
+
+/// The saved positions of the partitions in `left_out`.
+fn set_aside(saved: &Positions, left_out: &HashSet<PartitionId>) -> Positions {
+    saved
+        .iter()
+        .filter(|(key, _)| key.partition.is_some_and(|p| left_out.contains(&p)))
+        .map(|(key, offset)| (*key, *offset))
+        .collect()
+}
+
+/// `positions` plus the set-aside ones (a bucket read now wins, though none is in both).
+fn with_set_aside(positions: &Positions, set_aside: &Positions) -> Positions {
+    let mut all = set_aside.clone();
+    all.extend(positions.iter().map(|(key, offset)| (*key, *offset)));
+    all
 }
 
 /// Every bucket of the table, or of each given partition, that `assignment` gives this
@@ -388,4 +422,39 @@ fn encoder_for(config: &Config, table: &Table) -> Result<Box<dyn Encoder>> {
             config.include_metadata,
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(partition: Option<i64>, bucket: i32) -> BucketKey {
+        BucketKey { partition, bucket }
+    }
+
+    #[test]
+    fn positions_of_left_out_partitions_stay_in_every_state() {
+        let saved = Positions::from([
+            (key(Some(1), 0), 40),
+            (key(Some(2), 0), 7),
+            (key(Some(2), 1), 9),
+            (key(Some(3), 0), 5),
+        ]);
+        // Partition 2 exists but is not selected; 3 is gone (not listed at all).
+        let aside = set_aside(&saved, &HashSet::from([2]));
+        assert_eq!(
+            aside,
+            Positions::from([(key(Some(2), 0), 7), (key(Some(2), 1), 9)])
+        );
+        let now = Positions::from([(key(Some(1), 0), 55)]);
+        assert_eq!(
+            with_set_aside(&now, &aside),
+            Positions::from([
+                (key(Some(1), 0), 55),
+                (key(Some(2), 0), 7),
+                (key(Some(2), 1), 9)
+            ])
+        );
+        assert!(set_aside(&Positions::from([(key(None, 0), 3)]), &HashSet::from([2])).is_empty());
+    }
 }

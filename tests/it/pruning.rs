@@ -1,5 +1,6 @@
 //! Partition pruning: `partitions` reads only the partitions it selects, also those created
-//! while the stream runs; a selection the table cannot have is refused at open.
+//! while the stream runs; a partition left out keeps its saved position for a later, wider
+//! selection; a selection the table cannot have is refused at open.
 
 use std::time::Duration;
 
@@ -51,6 +52,40 @@ fn only_selected_partitions_are_read_including_new_ones() {
     // A restart keeps the selection and reads nothing again.
     let mut again = Stream::open(&cfg, Some(state)).expect("reopen");
     assert_eq!(again.read(1, Duration::from_secs(3), Answer::AckAll), 0);
+}
+
+#[test]
+fn a_narrowed_selection_keeps_the_left_out_positions_for_a_wider_one() {
+    let path = regions_table("pruning_narrow", 2, &["eu", "us"]);
+    write_region(&path, "eu", 0..100);
+    write_region(&path, "us", 100..200);
+    let both = config(
+        path.table(),
+        json!({"partitions": ["region=eu", "region=us"]}),
+    );
+    let eu = config(path.table(), json!({"partitions": "region=eu"}));
+    let mut s = Stream::open(&both, None).expect("open");
+    s.read(200, IDLE, Answer::AckAll);
+    assert_eq!(sorted(ids(&s.acked)), (0..200).collect::<Vec<_>>());
+    let state = s.close().expect("state");
+    // Narrowed to eu: us is left out; its position must survive the states written now.
+    write_region(&path, "eu", 200..250);
+    write_region(&path, "us", 250..300);
+    let mut narrow = Stream::open(&eu, Some(state)).expect("reopen narrowed");
+    narrow.read(50, IDLE, Answer::AckAll);
+    assert_eq!(narrow.read(51, Duration::from_secs(3), Answer::AckAll), 50);
+    assert_eq!(sorted(ids(&narrow.acked)), (200..250).collect::<Vec<_>>());
+    let state = narrow.close().expect("state after the eu rows");
+    // Widened again: us resumes where the first stream stopped, eu where the second did.
+    let mut wide = Stream::open(&both, Some(state)).expect("reopen widened");
+    wide.read(50, IDLE, Answer::AckAll);
+    assert_eq!(wide.read(51, Duration::from_secs(3), Answer::AckAll), 50);
+    assert_eq!(
+        sorted(ids(&wide.acked)),
+        (250..300).collect::<Vec<_>>(),
+        "only the us rows written while it was left out"
+    );
+    assert_bucket_order(&wide.acked);
 }
 
 #[test]
