@@ -74,29 +74,34 @@ impl fmt::Display for Assignment {
 
 impl Assignment {
     /// The WARN an instance of more instances than the table has buckets logs at open, or
-    /// `None`. Unpartitioned, instances `buckets..count` own nothing, ever; partitioned, each
-    /// partition's buckets go to `buckets` of the `count` instances, so some read nothing of
-    /// most partitions.
-    pub fn oversized(&self, buckets: i32, partitioned: bool) -> Option<String> {
+    /// `None`. `partitions` is the number of partitions read now (`None`: not partitioned),
+    /// `owned` how many buckets this instance reads of them. Unpartitioned, instances
+    /// `buckets..count` own nothing, ever. Partitioned, each partition's buckets go to
+    /// `buckets` of the instances, starting at a different one per partition, so many
+    /// partitions spread evenly: only an instance that owns none of the current ones is named.
+    pub fn oversized(
+        &self,
+        buckets: i32,
+        partitions: Option<usize>,
+        owned: usize,
+    ) -> Option<String> {
         let buckets = u32::try_from(buckets).unwrap_or(0);
         if self.count <= buckets {
             return None;
         }
         let fix = format!("lower `instance_count` to {buckets} or fewer on every instance");
-        if partitioned {
-            Some(format!(
-                "{self}, but the table has {buckets} buckets per partition: each partition is read by {buckets} of the {} instances and the others read none of it; {fix} to use every instance",
-                self.count
-            ))
-        } else if self.index >= buckets {
-            Some(format!(
+        match partitions {
+            None if self.index >= buckets => Some(format!(
                 "{self}, but the table has {buckets} buckets: this instance owns none and stays idle; {fix}"
-            ))
-        } else {
-            Some(format!(
+            )),
+            None => Some(format!(
                 "{self}, but the table has {buckets} buckets: instances {buckets} to {} stay idle; {fix}",
                 self.count - 1
-            ))
+            )),
+            Some(n) if n > 0 && owned == 0 => Some(format!(
+                "{self}, but the table has {buckets} buckets per partition and none of its {n} partitions has one for this instance: it stays idle until a partition is created that does; {fix} to use every instance"
+            )),
+            Some(_) => None,
         }
     }
 }
@@ -182,21 +187,25 @@ mod tests {
     #[test]
     fn more_instances_than_buckets_is_named_with_the_fix() {
         let share = |i| Assignment::try_new(i, 4).unwrap();
-        assert_eq!(share(3).oversized(4, false), None);
-        assert_eq!(share(3).oversized(4, true), None);
-        let idle = share(3).oversized(3, false).expect("idle");
+        assert_eq!(share(3).oversized(4, None, 1), None);
+        assert_eq!(share(3).oversized(4, Some(2), 0), None);
+        let idle = share(3).oversized(3, None, 0).expect("idle");
         assert_eq!(
             idle,
             "instance_index = 3, instance_count = 4, but the table has 3 buckets: this instance owns none and stays idle; lower `instance_count` to 3 or fewer on every instance"
         );
         // Every bucket of an unpartitioned table goes to `bucket % count`: index 3 owns none.
         assert!((0..3).all(|b| !share(3).owns(&key(None, b))));
-        let busy = share(0).oversized(3, false).expect("busy");
+        let busy = share(0).oversized(3, None, 1).expect("busy");
         assert!(busy.contains("instances 3 to 3 stay idle"), "{busy}");
-        let partitioned = share(1).oversized(2, true).expect("partitioned");
+        // Partitioned: only an instance without a bucket of the current partitions is named;
+        // a table without partitions yet, or an instance with buckets, is not.
+        let partitioned = share(1).oversized(2, Some(1), 0).expect("partitioned");
         assert!(
-            partitioned.contains("each partition is read by 2 of the 4 instances"),
+            partitioned.contains("none of its 1 partitions has one for this instance"),
             "{partitioned}"
         );
+        assert_eq!(share(1).oversized(2, Some(0), 0), None);
+        assert_eq!(share(1).oversized(2, Some(5), 3), None);
     }
 }

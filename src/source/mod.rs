@@ -117,6 +117,7 @@ impl Source for FlussSource {
             .map(|s| set_aside(&s.positions, &left_out))
             .unwrap_or_default();
         let mut all_keys = bucket_keys(&table, config.assignment, partitions.keys().copied());
+        let partitioned = table.info.is_partitioned().then_some(partitions.len());
         let (bound, stop_unsaved) = bounded::open(
             &table,
             &all_keys,
@@ -158,9 +159,10 @@ impl Source for FlussSource {
         if let Some(warning) = key_order {
             telemetry.warn(&warning);
         }
-        if let Some(warning) = config
-            .assignment
-            .oversized(table.buckets(), table.info.is_partitioned())
+        if let Some(warning) =
+            config
+                .assignment
+                .oversized(table.buckets(), partitioned, all_keys.len())
         {
             telemetry.warn(&warning);
         }
