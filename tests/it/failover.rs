@@ -353,7 +353,10 @@ fn event_figures(
     out
 }
 
-/// The WARN and INFO lines one event caused for `table`, and any ERROR line.
+/// The WARN and ERROR lines one event caused for `table` (log lines `since..until`), and the
+/// INFO lines that closed its outage: any `reading again after` line after its last WARN, also
+/// one logged after the next event began (Fluss answering again shows at the source's next
+/// liveness probe, up to 5 s after the servers recover, which may be after the test moved on).
 struct EventLines {
     warns: Vec<String>,
     recovered: Vec<String>,
@@ -362,23 +365,32 @@ struct EventLines {
 
 fn event_lines(table: &str, since: usize, until: usize) -> EventLines {
     let tag = format!("{}.{table}]", tables::TEST_DATABASE);
-    let lines: Vec<LogLine> = logs()
+    let lines: Vec<(usize, LogLine)> = logs()
         .into_iter()
-        .take(until)
+        .enumerate()
         .skip(since)
-        .filter(|l| l.message.contains(&tag))
+        .filter(|(_, l)| l.message.contains(&tag))
         .collect();
-    let pick = |level: Level, needle: &str| -> Vec<String> {
+    let pick = |level: Level, from: usize, to: usize, needle: &str| -> Vec<String> {
         lines
             .iter()
-            .filter(|l| l.level == level && l.message.contains(needle))
-            .map(|l| l.message.clone())
+            .filter(|(i, l)| {
+                (from..to).contains(i) && l.level == level && l.message.contains(needle)
+            })
+            .map(|(_, l)| l.message.clone())
             .collect()
     };
+    let last_warn = lines
+        .iter()
+        .rev()
+        .find(|(i, l)| *i < until && l.level == Level::Warn)
+        .map(|(i, _)| *i);
     EventLines {
-        warns: pick(Level::Warn, ""),
-        recovered: pick(Level::Info, "reading again after"),
-        errors: pick(Level::Error, ""),
+        warns: pick(Level::Warn, since, until, ""),
+        recovered: last_warn.map_or_else(Vec::new, |w| {
+            pick(Level::Info, w + 1, usize::MAX, "reading again after")
+        }),
+        errors: pick(Level::Error, since, until, ""),
     }
 }
 
@@ -516,6 +528,28 @@ fn leader_failover_loses_nothing() {
     );
     f.pk_tap
         .wait_for(&pk_written.acked, Duration::from_secs(120), "every change");
+    // Every outage the plugin noticed is closed before the streams stop: its next liveness
+    // probe finds Fluss answering (at most 5 s) and says so.
+    let first_event = f.events[0].1;
+    rt().block_on(poll_until(
+        Duration::from_secs(30),
+        Duration::from_millis(200),
+        "a 'reading again after' INFO after each table's last WARN",
+        || async {
+            let open: Vec<&str> = [f.log_path.table(), f.pk_path.table()]
+                .into_iter()
+                .filter(|table| {
+                    let lines = event_lines(table, first_event, usize::MAX);
+                    !lines.warns.is_empty() && lines.recovered.is_empty()
+                })
+                .collect();
+            if open.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("still in an outage: {open:?}"))
+            }
+        },
+    ));
     let log_read = f.log_tap.finish();
     let pk_read = f.pk_tap.finish();
 
