@@ -92,7 +92,7 @@ async fn bare_records(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
 
 /// (b)-(d): the plugin library over the C ABI, acking every batch, until `rows` rows (or
 /// changes) arrived.
-fn through_plugin(config: serde_json::Value, rows: usize, ipc: bool) -> usize {
+fn through_plugin(config: serde_json::Value, rows: usize) -> usize {
     let lib = common::library("libiggy_connector_fluss_source.so");
     let harness = fluss_source_runner::Harness::load(&lib).expect("load plugin");
     let instance = harness.open(&config.to_string(), None).expect("open");
@@ -102,20 +102,12 @@ fn through_plugin(config: serde_json::Value, rows: usize, ipc: bool) -> usize {
         let Some(batch) = instance.next_batch(Duration::from_secs(60)) else {
             panic!("no batch for 60 s after {seen} rows");
         };
-        for m in &batch.messages.messages {
-            seen += if ipc {
-                m.headers
-                    .as_ref()
-                    .and_then(|h| {
-                        h.iter()
-                            .find(|(k, _)| k.as_str().is_ok_and(|k| k == "fluss_row_count"))
-                            .and_then(|(_, v)| v.as_i64().ok())
-                    })
-                    .unwrap_or(0) as usize
-            } else {
-                1
-            };
-        }
+        seen += batch
+            .messages
+            .messages
+            .iter()
+            .map(common::rows_in)
+            .sum::<usize>();
         assert_eq!(instance.ack(&batch), 0);
     }
     instance.close();
@@ -153,17 +145,15 @@ fn child(args: &[String]) {
     let seen = match mode {
         "bare" => runtime().block_on(bare_scanner(bootstrap, &path, rows)),
         "records" => runtime().block_on(bare_records(bootstrap, &path, rows)),
-        "json" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows, false),
+        "json" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows),
         "ipc" => through_plugin(
             config(serde_json::json!({"payload_format": "arrow_ipc", "batch_size": 50})),
             rows,
-            true,
         ),
-        "debezium" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows, false),
+        "debezium" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows),
         "snapshot" => through_plugin(
             config(serde_json::json!({"batch_size": 5000, "starting_offset": "full"})),
             rows,
-            false,
         ),
         "snapshot_ipc" => through_plugin(
             config(serde_json::json!({
@@ -172,7 +162,6 @@ fn child(args: &[String]) {
                 "starting_offset": "full",
             })),
             rows,
-            true,
         ),
         other => panic!("unknown mode {other}"),
     };

@@ -40,16 +40,7 @@ fn through_plugin(config: serde_json::Value, rows: i64) -> (usize, usize) {
             .messages
             .messages
             .iter()
-            .map(|m| {
-                m.headers
-                    .as_ref()
-                    .and_then(|h| {
-                        h.iter()
-                            .find(|(k, _)| k.as_str().is_ok_and(|k| k == "fluss_row_count"))
-                            .and_then(|(_, v)| v.as_i64().ok())
-                    })
-                    .unwrap_or(1) as usize
-            })
+            .map(common::rows_in)
             .sum::<usize>();
         let scanned: i64 = batch
             .messages

@@ -27,6 +27,20 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The rows a produced message holds: its `fluss_row_count` header (an Arrow IPC message),
+/// else 1 (a JSON row or change).
+pub fn rows_in(message: &iggy_connector_sdk::ProducedMessage) -> usize {
+    message
+        .headers
+        .as_ref()
+        .and_then(|h| {
+            h.iter()
+                .find(|(k, _)| k.as_str().is_ok_and(|k| k == "fluss_row_count"))
+                .and_then(|(_, v)| v.as_i64().ok())
+        })
+        .map_or(1, |n| n as usize)
+}
+
 /// A library in the target directory of this bench binary (`target/release/` next to its
 /// `deps/`), which must be built already.
 pub fn library(name: &str) -> PathBuf {
