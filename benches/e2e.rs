@@ -102,12 +102,7 @@ fn through_plugin(config: serde_json::Value, rows: usize) -> usize {
         let Some(batch) = instance.next_batch(Duration::from_secs(60)) else {
             panic!("no batch for 60 s after {seen} rows");
         };
-        seen += batch
-            .messages
-            .messages
-            .iter()
-            .map(common::rows_in)
-            .sum::<usize>();
+        seen += common::rows_in_batch(&batch.messages);
         assert_eq!(instance.ack(&batch), 0);
     }
     instance.close();

@@ -36,12 +36,7 @@ fn through_plugin(config: serde_json::Value, rows: i64) -> (usize, usize) {
             panic!("no batch for 60 s after {messages} messages");
         };
         messages += batch.messages.messages.len();
-        delivered += batch
-            .messages
-            .messages
-            .iter()
-            .map(common::rows_in)
-            .sum::<usize>();
+        delivered += common::rows_in_batch(&batch.messages);
         let scanned: i64 = batch
             .messages
             .state
