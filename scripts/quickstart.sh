@@ -3,8 +3,8 @@
 #
 #   scripts/quickstart.sh [--messages N]
 #
-# Builds the plugin, the runner and a demo writer (into `cargo metadata`'s target directory, so
-# CARGO_TARGET_DIR is honoured); starts a local Fluss 0.9.1 cluster (scripts/fluss-cluster.sh:
+# Builds the plugin, the runner and a demo writer in release mode (into `cargo metadata`'s target
+# directory, so CARGO_TARGET_DIR is honoured; the README's deploy step then reuses that build); starts a local Fluss 0.9.1 cluster (scripts/fluss-cluster.sh:
 # jars from Maven Central, everything on 127.0.0.1); creates demo.orders (log table) and
 # demo.customers (primary-key table) and keeps writing to them; then runs the plugin through the
 # runner, exactly as the Iggy connectors runtime drives it, printing every message as one JSON
@@ -73,13 +73,15 @@ command -v cargo >/dev/null 2>&1 || { say "please install Rust (https://rustup.r
 scripts/fluss-cluster.sh fetch
 say "building the plugin, the runner and the demo writer"
 # No target selection: each package's library and binaries (the plugin's cdylib included).
-cargo build -q -p iggy_connector_fluss_source -p fluss-source-runner -p fluss-testkit
+# Release: the library users deploy, and the build `cargo build --release -p
+# iggy_connector_fluss_source` (README, Deploying) finds done.
+cargo build -q --release -p iggy_connector_fluss_source -p fluss-source-runner -p fluss-testkit
 # Where cargo put them: `cargo metadata` knows CARGO_TARGET_DIR and build.target-dir.
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
   sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 [[ -n $TARGET_DIR ]] || TARGET_DIR=${CARGO_TARGET_DIR:-target}
 [[ $TARGET_DIR == /* ]] || TARGET_DIR=$ROOT/$TARGET_DIR
-BIN=$TARGET_DIR/debug
+BIN=$TARGET_DIR/release
 for f in fluss-demo-writer fluss-source-runner libiggy_connector_fluss_source.so; do
   [[ -e $BIN/$f ]] || { say "the build did not produce $BIN/$f"; exit 1; }
 done

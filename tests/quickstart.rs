@@ -1,18 +1,24 @@
 //! The README's commands, run the way a newcomer runs them: in a fresh `git clone` of HEAD
 //! (committed files only), whose target directory starts empty, without a terminal.
 //!
+//! CI's checkout is such a clone: `.ci/run` runs the first quickstart there before anything else
+//! is built and names what it printed and left in `QUICKSTART_FIRST_RUN` (a directory with
+//! `stdout`, `stderr`, `status`, `seconds` and the `tmp/` it ran with as TMPDIR). The test then
+//! checks that run and takes the other steps in the checkout itself, whose cold build the suites
+//! reuse. Without the variable it clones HEAD and runs the first quickstart itself.
+//!
 //! - `scripts/quickstart.sh --messages N`: builds everything from nothing, prints messages of
 //!   both demo tables in the README's shapes, says "stopped everything" and leaves no process
 //!   and no temporary directory behind; run a second time with a relative `CARGO_TARGET_DIR`,
 //!   through `iggy-server` + `iggy-connectors` when `IGGY_BIN_DIR` is set.
 //! - `cargo build --release -p iggy_connector_fluss_source`: the library the deploy step names,
 //!   with exactly the five symbols it lists.
-//! - `target/debug/fluss-source-runner --connector config.toml …` with every documented
+//! - `target/release/fluss-source-runner --connector config.toml …` with every documented
 //!   option, against a cluster holding the table `config.toml` names.
 //!
 //! One test runs these steps in order in one clone (a step needs the builds of the ones before
-//! it) and removes the clone at the end. The cold builds take minutes each.
-#![cfg(feature = "fluss-it")]
+//! it) and removes the clone at the end (in CI's checkout: what the steps added to it). The
+//! cold build takes minutes.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -25,7 +31,7 @@ use serde_json::Value;
 
 /// Messages of each demo table the quickstart is asked for.
 const MESSAGES: usize = 3;
-/// A cold debug build of the workspace, a Fluss start and the first messages. Only a guard
+/// A cold release build of the quickstart's packages, a Fluss start and the first messages. Only a guard
 /// against a hang: on a 2-core machine shared with other builds a cold build took over 40 min.
 const QUICKSTART_DEADLINE: Duration = Duration::from_secs(120 * 60);
 const RELEASE_BUILD_DEADLINE: Duration = Duration::from_secs(120 * 60);
@@ -39,12 +45,17 @@ const README_SYMBOLS: [&str; 5] = [
     "iggy_source_version",
 ];
 
-/// The temporary root: the clone, `TMPDIR` for the commands, scratch files.
+/// The temporary root with scratch files, the clone, and `TMPDIR` for the commands.
 struct Workspace {
     root: PathBuf,
     clone: PathBuf,
     tmp: PathBuf,
+    /// The first quickstart run that `.ci/run` made in its checkout, which is then the clone.
+    recorded: Option<PathBuf>,
 }
+
+/// What the steps leave in the clone: removed with it, or one by one from CI's checkout.
+const LEFT_IN_THE_CLONE: [&str; 2] = ["target-alias", "local_state"];
 
 /// Removes the clone and everything else of [`WORKSPACE`] when the test ends, also on a panic
 /// (a static is never dropped).
@@ -52,7 +63,14 @@ struct RemoveWorkspace;
 
 impl Drop for RemoveWorkspace {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&WORKSPACE.root);
+        let ws = &*WORKSPACE;
+        if ws.recorded.is_some() {
+            for left in LEFT_IN_THE_CLONE {
+                let path = ws.clone.join(left);
+                let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir_all(&path));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&ws.root);
     }
 }
 
@@ -61,6 +79,26 @@ static WORKSPACE: LazyLock<Workspace> = LazyLock::new(|| {
     let root = std::env::temp_dir().join(format!("fluss-readme-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).expect("create the test root");
+    if let Some(recorded) = std::env::var_os("QUICKSTART_FIRST_RUN").filter(|d| !d.is_empty()) {
+        let recorded = PathBuf::from(recorded);
+        let status = Command::new("git")
+            .args(["status", "--porcelain", "--ignored=no"])
+            .current_dir(&repo)
+            .output()
+            .expect("git is installed");
+        let changed = String::from_utf8_lossy(&status.stdout).into_owned();
+        assert!(
+            status.status.success() && changed.trim().is_empty(),
+            "QUICKSTART_FIRST_RUN is for a fresh clone, but {} has changes:\n{changed}",
+            repo.display()
+        );
+        return Workspace {
+            root,
+            clone: repo,
+            tmp: recorded.join("tmp"),
+            recorded: Some(recorded),
+        };
+    }
     let clone = root.join("clone");
     let tmp = root.join("tmp");
     std::fs::create_dir_all(&tmp).expect("create TMPDIR");
@@ -75,12 +113,29 @@ static WORKSPACE: LazyLock<Workspace> = LazyLock::new(|| {
         !clone.join("target").exists(),
         "a fresh clone has no target directory"
     );
-    Workspace { root, clone, tmp }
+    Workspace {
+        root,
+        clone,
+        tmp,
+        recorded: None,
+    }
 });
 
 /// The clone's first quickstart run: the one that builds everything.
 fn first_run() -> Run {
     let ws = &*WORKSPACE;
+    if let Some(recorded) = &ws.recorded {
+        let read = |name: &str| {
+            std::fs::read_to_string(recorded.join(name))
+                .unwrap_or_else(|e| panic!("{}/{name}: {e}", recorded.display()))
+        };
+        return Run {
+            success: read("status").trim() == "0",
+            stdout: read("stdout"),
+            stderr: read("stderr"),
+            took: Duration::from_secs(read("seconds").trim().parse().expect("seconds")),
+        };
+    }
     let mut command = clean_command("scripts/quickstart.sh");
     command.args(["--messages", &MESSAGES.to_string()]);
     command.env_remove("IGGY_BIN_DIR");
@@ -466,9 +521,9 @@ fn quickstart_builds_from_an_empty_target_streams_both_tables_and_stops_everythi
     );
     let clone = &WORKSPACE.clone;
     for built in [
-        "target/debug/fluss-source-runner",
-        "target/debug/fluss-demo-writer",
-        "target/debug/libiggy_connector_fluss_source.so",
+        "target/release/fluss-source-runner",
+        "target/release/fluss-demo-writer",
+        "target/release/libiggy_connector_fluss_source.so",
     ] {
         assert!(clone.join(built).exists(), "{built} built in the clone");
     }
@@ -500,7 +555,7 @@ fn quickstart_again_with_a_relative_target_dir_and_through_iggy_when_iggy_bin_di
     let run = run(command, QUICKSTART_DEADLINE, &ws.root);
     eprintln!("second quickstart took {:?}", run.took);
     check_stopped_everything(&run);
-    let expected_bin = format!("{}/debug", alias.display());
+    let expected_bin = format!("{}/release", alias.display());
     assert!(
         run.stderr
             .contains(&format!("quickstart: binaries in {expected_bin}")),
@@ -560,7 +615,7 @@ const ROWS: i64 = 30;
 /// `target/release/libiggy_connector_fluss_source` and the table fluss.orders; the cluster
 /// address and a small batch size come from the documented environment overrides.
 fn readme_runner(bootstrap: &str, options: &[&str]) -> Run {
-    let mut command = clean_command("target/debug/fluss-source-runner");
+    let mut command = clean_command("target/release/fluss-source-runner");
     command
         .args(["--connector", "config.toml"])
         .args(options)
@@ -587,7 +642,7 @@ fn delivered_ids(lines: &str) -> Vec<i64> {
 
 fn the_readme_runner_command_with_every_option() {
     let readme = readme();
-    let documented = "`target/debug/fluss-source-runner --connector config.toml [--state FILE] [--output FILE] [--nack-every N] [--max-messages N] [--idle-exit 5s]`";
+    let documented = "`target/release/fluss-source-runner --connector config.toml [--state FILE] [--output FILE] [--nack-every N] [--max-messages N] [--idle-exit 5s]`";
     assert!(readme.contains(documented), "the README shows {documented}");
 
     let cluster = fluss_testkit::Cluster::start(fluss_testkit::ClusterOptions::default());
@@ -687,8 +742,8 @@ fn the_readme_runner_command_with_every_option() {
     );
 }
 
-// The cold debug and release builds in the clone take about 20 minutes on an idle 2-core
-// machine (62 minutes in all on a loaded one); CI runs it through `scripts/test.sh`.
+// The cold release build in a fresh clone takes about 15 minutes on a 2-core machine; in CI
+// (`scripts/test.sh` through `.ci/run`) it is the first quickstart `.ci/run` made.
 #[test]
 fn the_readme_commands_work_in_a_fresh_clone() {
     let _remove = RemoveWorkspace;

@@ -1,5 +1,5 @@
-//! The testkit against a real Fluss 0.9.1 cluster (feature `fluss-it`):
-//! `cargo test -p fluss-testkit --features fluss-it`.
+//! The testkit against a real Fluss 0.9.1 cluster (`test = false`):
+//! `cargo test -p fluss-testkit --test cluster`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};

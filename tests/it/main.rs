@@ -1,7 +1,6 @@
 //! Integration tests against a real Fluss cluster, driving the built plugin library through
-//! the runner over the real C ABI. Enabled by the `fluss-it` feature (the README's test
-//! command turns it on); the cluster is started by `fluss-testkit` on first use.
-#![cfg(feature = "fluss-it")]
+//! the runner over the real C ABI (`test = false`: `cargo test --test it`, which the README's
+//! test command runs); the cluster is started by `fluss-testkit` on first use.
 
 mod all_types;
 mod arrow_ipc;

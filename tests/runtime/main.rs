@@ -1,8 +1,7 @@
 //! The plugin inside the real Apache Iggy runtime: `iggy-server` and `iggy-connectors`
 //! (prebuilt, from `IGGY_BIN_DIR`), reading tables of the testkit's real Fluss cluster, with
-//! every topic read back through the `iggy` CLI. Enabled by the `iggy-runtime` feature and run
-//! by `scripts/test-runtime.sh`; without the binaries every test fails and says how to get them.
-#![cfg(feature = "iggy-runtime")]
+//! every topic read back through the `iggy` CLI (`test = false`: `cargo test --test runtime`,
+//! run by `scripts/test-runtime.sh`); without the binaries every test fails and says how to get them.
 
 mod arrow_ipc;
 mod debezium;

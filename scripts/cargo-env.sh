@@ -1,0 +1,24 @@
+# Sourced by scripts/test.sh, scripts/test-runtime.sh and .ci/run: one build for every suite.
+#
+# - One profile, release: the one the README's deploy step builds and the quickstart uses, so
+#   the suites test the library users run and nothing is compiled for a second profile.
+# - One clippy pass: clippy-driver wraps rustc for the workspace's own crates while they are
+#   built (what `cargo clippy` does under a check build), with warnings as errors. A separate
+#   `cargo clippy` would check every dependency again.
+# - Every cargo command names the same packages (`--workspace`, or sets whose features cargo
+#   resolves the same), so none of them compiles a dependency with other features.
+
+if ! CLIPPY_DRIVER=$(command -v clippy-driver); then
+  echo "clippy-driver is missing: rustup component add clippy" >&2
+  exit 1
+fi
+export RUSTC_WORKSPACE_WRAPPER=$CLIPPY_DRIVER
+# cargo-clippy's way of passing `-- -D warnings` to the driver.
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+
+# Every target of every package, the suites that are `test = false` included: what clippy
+# --all-targets would lint, and every test binary the scripts run.
+build_everything() {
+  cargo test --release --workspace --all-targets \
+    --test it --test quickstart --test runtime --test cluster --no-run
+}
