@@ -11,3 +11,4 @@ mod iggy_outage;
 mod key_order;
 mod log_json;
 mod nack_storm;
+mod per_key_order;
