@@ -176,18 +176,20 @@ fn every_performance_figure_of_the_readme_is_recorded_in_benchmarks() {
         .into_iter()
         .filter(|f| f.unit == "MiB" && f.numbers.iter().all(|n| n.contains('.')))
         .collect();
-    assert!(measured.len() >= 3, "Sizing quotes measured peaks: {measured:?}");
+    assert!(
+        measured.len() >= 3,
+        "Sizing quotes measured peaks: {measured:?}"
+    );
     assert_recorded(&measured, &benchmarks, "Sizing section");
 }
 
 #[test]
 fn the_figure_scanner_reads_ranges_units_and_nothing_else() {
-    let found = figures("55 K rows/s, 2.80–3.09 M rows/s, 0.19× and 0.19x, 67.3 MiB; 1.15 MB, 24 GiB, 2x2, 10 Ki");
-    let texts: Vec<&str> = found.iter().map(|f| f.text.as_str()).collect();
-    assert_eq!(
-        texts,
-        ["55 K", "2.80–3.09 M", "0.19×", "0.19x", "67.3 MiB"]
+    let found = figures(
+        "55 K rows/s, 2.80–3.09 M rows/s, 0.19× and 0.19x, 67.3 MiB; 1.15 MB, 24 GiB, 2x2, 10 Ki",
     );
+    let texts: Vec<&str> = found.iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(texts, ["55 K", "2.80–3.09 M", "0.19×", "0.19x", "67.3 MiB"]);
     assert_eq!(found[1].numbers, ["2.80", "3.09"]);
     assert!(has_number("a 1.10 b", "1.10"));
     assert!(!has_number("a 11.10 b", "1.10"));
@@ -246,7 +248,10 @@ fn no_user_doc_depends_on_a_directory_outside_the_clone() {
         "libudev-dev",
         "tar xJf ARCHIVE -C \"$IGGY_BIN_DIR\"",
     ] {
-        assert!(binaries.contains(needle), "\"The Iggy binaries\" shows {needle}");
+        assert!(
+            binaries.contains(needle),
+            "\"The Iggy binaries\" shows {needle}"
+        );
     }
 }
 
@@ -284,7 +289,10 @@ fn every_link_of_the_readme_resolves() {
         }
         checked += 1;
         if let Some(name) = target.strip_prefix('#') {
-            assert!(anchors.contains(name), "README links to #{name}, no such heading");
+            assert!(
+                anchors.contains(name),
+                "README links to #{name}, no such heading"
+            );
         } else {
             assert!(
                 Path::new(&root()).join(target).exists(),
@@ -341,21 +349,28 @@ fn the_readme_secret_example_sets_the_password_of_config_toml() {
             (name.to_owned(), value.trim_matches('\'').to_owned())
         })
         .collect();
-    assert_eq!(env.len(), 2, "the example exports user and password: {env:?}");
+    assert_eq!(
+        env.len(),
+        2,
+        "the example exports user and password: {env:?}"
+    );
     let password = env
         .iter()
         .find(|(name, _)| name.ends_with("_PLUGIN_CONFIG_SASL_PASSWORD"))
         .map(|(_, value)| value.clone())
         .expect("a SASL_PASSWORD override");
-    let file = fluss_source_runner::ConnectorFile::load(&root().join("config.toml"))
-        .expect("config.toml");
+    let file =
+        fluss_source_runner::ConnectorFile::load(&root().join("config.toml")).expect("config.toml");
     assert!(
         secrets.contains(&format!("`key = \"{}\"`", file.key)),
         "the example names config.toml's key"
     );
     let json = file.plugin_config_json(env.clone());
     let config = Config::parse(&json).expect("config.toml with the example's overrides");
-    let sasl = config.sasl.as_ref().expect("SASL on with user and password");
+    let sasl = config
+        .sasl
+        .as_ref()
+        .expect("SASL on with user and password");
     assert_eq!(sasl.mechanism, "PLAIN");
     assert_eq!(sasl.username, "reader");
     assert_eq!(sasl.password.expose(), password);
@@ -378,10 +393,15 @@ struct FirstFormat {
 
 #[test]
 fn state_is_format_1_and_a_release_before_appended_fields_refuses_it() {
-    assert_eq!(STATE_VERSION, 1, "README \"Upgrading and rolling back\" names format 1");
-    let positions: Positions = (0..300).map(|b| (BucketKey::bucket(b), 1_000_000)).collect();
-    let state = SavedState::encode(42, "fluss.orders", &positions, Scope::default())
-        .expect("encode");
+    assert_eq!(
+        STATE_VERSION, 1,
+        "README \"Upgrading and rolling back\" names format 1"
+    );
+    let positions: Positions = (0..300)
+        .map(|b| (BucketKey::bucket(b), 1_000_000))
+        .collect();
+    let state =
+        SavedState::encode(42, "fluss.orders", &positions, Scope::default()).expect("encode");
     assert!(
         state.0.len() < 300 * 16,
         "a few bytes per bucket: {} bytes for 300",

@@ -10,7 +10,9 @@ use fluss_testkit::tables::sample_pk_schema;
 use fluss_testkit::write::{self, Change};
 use serde_json::{json, Value};
 
-use crate::fixture::{assert_ids, assert_one_partition, bucket, connector, create_table, offset, rt, World};
+use crate::fixture::{
+    assert_ids, assert_one_partition, bucket, connector, create_table, offset, rt, World,
+};
 
 const TOPIC: &str = "customers_in_order";
 const KEYS: i64 = 30;
@@ -35,7 +37,10 @@ fn step(event: &Value) -> (String, String) {
     } else {
         &event["after"]
     };
-    let name = image["name"].as_str().expect("name in the image").to_owned();
+    let name = image["name"]
+        .as_str()
+        .expect("name in the image")
+        .to_owned();
     (op, name)
 }
 
