@@ -10,3 +10,4 @@ mod iggy_outage;
 mod key_order;
 mod log_json;
 mod nack_storm;
+mod per_key_order;
