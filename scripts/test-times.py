@@ -22,6 +22,7 @@ RESULT = re.compile(r"^test (\S+)(?: - should panic)? \.\.\. (ok|FAILED|ignored)
 STARTED = re.compile(r"^test (\S+)(?: - should panic)? \.\.\. ")
 RUNNING = re.compile(r"^\s*Running .*\(.*/([^/)]+?)(?:-[0-9a-f]{16})?\)$")
 BEGIN = re.compile(r"^running \d+ tests?$")
+COMPILING = re.compile(r"^\s+Compiling (\S+)")
 SUMMARY = re.compile(r"^test result: \S+\. (\d+) passed; (\d+) failed")
 
 
@@ -39,12 +40,15 @@ def main() -> int:
     passed = failed = 0
     failures = []  # lines of the "---- X stdout ----" sections
     in_failure = False
+    compiled = []  # crates cargo compiled while the tests ran: a build the scripts did not share
 
     for line in sys.stdin:
         now = time.monotonic()
         sys.stdout.write(line)
         sys.stdout.flush()
         text = line.rstrip("\n")
+        if m := COMPILING.match(text):
+            compiled.append(m.group(1))
         if m := RUNNING.match(text):
             binary = m.group(1)
         if BEGIN.match(text):
@@ -74,6 +78,11 @@ def main() -> int:
             failures.append(text)
 
     closing = []
+    if compiled:
+        closing.append(
+            f"{args.label}: cargo compiled {len(compiled)} crates again after the shared build "
+            f"(a command whose packages or settings differ): {' '.join(compiled)}"
+        )
     if times:
         closing.append(f"{args.label}: the {min(args.slowest, len(times))} slowest of {len(times)}")
         for seconds, binary, test in sorted(times, reverse=True)[: args.slowest]:

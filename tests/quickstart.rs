@@ -620,10 +620,10 @@ fn readme_runner(bootstrap: &str, options: &[&str]) -> Run {
         .args(["--connector", "config.toml"])
         .args(options)
         .env(
-            "IGGY_CONNECTORS_SOURCE_FLUSS_PLUGIN_CONFIG_BOOTSTRAP_SERVERS",
+            "IGGY_CONNECTORS_SOURCE_FLUSS_ORDERS_SAMPLE_PLUGIN_CONFIG_BOOTSTRAP_SERVERS",
             bootstrap,
         )
-        .env("IGGY_CONNECTORS_SOURCE_FLUSS_PLUGIN_CONFIG_BATCH_SIZE", "5");
+        .env("IGGY_CONNECTORS_SOURCE_FLUSS_ORDERS_SAMPLE_PLUGIN_CONFIG_BATCH_SIZE", "5");
     let run = run(command, Duration::from_secs(300), &WORKSPACE.clone);
     assert!(run.success, "the runner failed:\n{}", run.stderr);
     run
@@ -736,7 +736,7 @@ fn the_readme_runner_command_with_every_option() {
     assert!(
         WORKSPACE
             .clone
-            .join("local_state/source_fluss.state")
+            .join("local_state/source_fluss_orders_sample.state")
             .exists(),
         "the default state file"
     );
