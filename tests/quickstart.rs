@@ -623,7 +623,10 @@ fn readme_runner(bootstrap: &str, options: &[&str]) -> Run {
             "IGGY_CONNECTORS_SOURCE_FLUSS_ORDERS_SAMPLE_PLUGIN_CONFIG_BOOTSTRAP_SERVERS",
             bootstrap,
         )
-        .env("IGGY_CONNECTORS_SOURCE_FLUSS_ORDERS_SAMPLE_PLUGIN_CONFIG_BATCH_SIZE", "5");
+        .env(
+            "IGGY_CONNECTORS_SOURCE_FLUSS_ORDERS_SAMPLE_PLUGIN_CONFIG_BATCH_SIZE",
+            "5",
+        );
     let run = run(command, Duration::from_secs(300), &WORKSPACE.clone);
     assert!(run.success, "the runner failed:\n{}", run.stderr);
     run
