@@ -554,4 +554,84 @@ mod tests {
         progress.forget(&BucketKey::bucket(5));
         assert!(progress.committed().is_empty());
     }
+
+    /// Representative states as this format writes them, and the files holding their bytes
+    /// (`tests/data/state/`): the persisted format must never change under a refactoring, so
+    /// these bytes must load to the same meaning and encode back identically.
+    fn fixtures() -> Vec<(&'static str, SavedState)> {
+        let key = |partition, bucket| BucketKey { partition, bucket };
+        let mut phases = positions();
+        phases.insert(BucketKey::bucket(4), SNAPSHOT_PENDING);
+        phases.insert(key(Some(9), 0), SNAPSHOT_PENDING);
+        phases.insert(
+            BucketKey::bucket(5),
+            crate::bucket::snapshot_pending_from(2738),
+        );
+        let stop_offsets: Positions = [(BucketKey::bucket(0), 12), (key(Some(7), 1), 900)]
+            .into_iter()
+            .collect();
+        let state = |positions: Positions, assignment, stop| SavedState {
+            table_id: 42,
+            table: "fluss.orders".into(),
+            positions,
+            assignment,
+            stop,
+        };
+        vec![
+            ("offsets", state(positions(), Assignment::ALL, None)),
+            ("snapshot_phases", state(phases.clone(), Assignment::ALL, None)),
+            (
+                "share_and_stop",
+                state(
+                    phases,
+                    Assignment::try_new(1, 3).unwrap(),
+                    Some(Stop {
+                        at: StoppingOffset::Timestamp(1_700_000_000_000),
+                        offsets: stop_offsets.clone(),
+                    }),
+                ),
+            ),
+            (
+                "stop_latest",
+                state(
+                    positions(),
+                    Assignment::try_new(0, 2).unwrap(),
+                    Some(Stop {
+                        at: StoppingOffset::Latest,
+                        offsets: stop_offsets,
+                    }),
+                ),
+            ),
+        ]
+    }
+
+    fn encoded(state: &SavedState) -> Vec<u8> {
+        let scope = Scope {
+            assignment: state.assignment,
+            stop: state.stop.as_ref(),
+        };
+        SavedState::encode(state.table_id, &state.table, &state.positions, scope)
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn saved_fixture_bytes_load_to_the_same_state_and_encode_back_identically() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/state");
+        for (name, state) in fixtures() {
+            let path = dir.join(format!("{name}.msgpack"));
+            if std::env::var_os("WRITE_STATE_FIXTURES").is_some() {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, encoded(&state)).unwrap();
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let loaded = SavedState::decode(&ConnectorState(bytes.clone())).unwrap();
+            assert_eq!(loaded, state, "{name}: the saved bytes mean something else now");
+            assert_eq!(
+                encoded(&loaded),
+                bytes,
+                "{name}: the persisted format changed; old state files would no longer match"
+            );
+        }
+    }
 }
