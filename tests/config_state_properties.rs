@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use iggy_connector_fluss_source::bucket::{BucketKey, Positions};
 use iggy_connector_fluss_source::config::Config;
+use iggy_connector_fluss_source::position::{BucketKey, Positions};
 use iggy_connector_fluss_source::state::{SavedState, Scope};
 use iggy_connector_sdk::ConnectorState;
 use proptest::prelude::*;

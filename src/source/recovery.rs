@@ -6,12 +6,12 @@ use fluss::error::FlussError;
 use fluss::rpc::message::OffsetSpec;
 
 use super::{FlussSource, RETRY_PAUSE};
-use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
-use crate::connect::{self, call, CALL_TIMEOUT};
+use crate::client::connect::{self, call, CALL_TIMEOUT};
+use crate::client::offsets::{self, Reset};
+use crate::client::scanner::Scanner;
+use crate::client::table::{self, Table};
 use crate::error::{table_missing, Error, Fault, Result};
-use crate::scan::offsets::{self, Reset};
-use crate::scan::Scanner;
-use crate::table::{self, Table};
+use crate::position::{is_snapshot_pending, BucketKey, Positions};
 
 impl FlussSource {
     /// Handles a failed client poll; `positions` are where the batch being built stands.

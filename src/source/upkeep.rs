@@ -6,10 +6,10 @@ use std::time::Instant;
 use fluss::rpc::message::OffsetSpec;
 
 use super::{bucket_keys, FlussSource, LIVENESS_INTERVAL, LIVENESS_TIMEOUT};
-use crate::bucket::BucketKey;
+use crate::client::{discovery, offsets};
+use crate::config::options::StartingOffset;
 use crate::error::{Error, Fault, Result};
-use crate::options::StartingOffset;
-use crate::scan::{offsets, partitions};
+use crate::position::BucketKey;
 
 impl FlussSource {
     /// Periodic work between batches: partition discovery, the liveness probe and the
@@ -114,8 +114,8 @@ impl FlussSource {
 
     /// Subscribes new partitions from their earliest offset and forgets dropped ones.
     pub(super) async fn discover(&mut self) -> Result<()> {
-        let now = partitions::list(&self.table, self.config.partitions.as_ref()).await?;
-        let mut changes = partitions::diff(self.buckets.partitions(), &now);
+        let now = discovery::list(&self.table, self.config.partitions.as_ref()).await?;
+        let mut changes = discovery::diff(self.buckets.partitions(), &now);
         // A partition is only taken on if this instance reads some bucket of it: it owns one
         // (`instance_index`) and a bounded read's stop point covers it (it never covers
         // partitions created after it was taken).

@@ -163,7 +163,7 @@ pub fn assert_ids(messages: &[Message], table_id: i64) {
     for m in messages {
         assert_eq!(
             m.id,
-            iggy_connector_fluss_source::message::message_id(table_id, None, bucket(m), offset(m)),
+            iggy_connector_fluss_source::encode::stamp::message_id(table_id, None, bucket(m), offset(m)),
             "message id of bucket {} offset {} (Iggy offset {}) does not follow src/message.rs",
             bucket(m),
             offset(m),

@@ -1,5 +1,10 @@
-//! Where a position applies: a bucket of the table, or of one of its partitions. A leaf
-//! module, so every other module can name buckets without importing each other.
+//! Where a position applies (a bucket of the table, or of one of its partitions) and what
+//! it is. A leaf, so every other module can name buckets and positions without importing
+//! each other.
+//!
+//! - [`progress`]: positions staged per batch until the runtime acknowledges them.
+
+pub mod progress;
 
 use std::collections::BTreeMap;
 

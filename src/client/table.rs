@@ -7,10 +7,10 @@ use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::error::FlussError;
 use fluss::metadata::{DataField, TableInfo, TablePath};
 
+use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::config::options::TableType;
 use crate::config::Config;
-use crate::connect::{call, CALL_TIMEOUT};
 use crate::error::{Error, Fault, Result};
-use crate::options::TableType;
 
 /// The resolved table and what the source reads of it.
 pub struct Table {

@@ -30,6 +30,9 @@
 //! one taken again after writes gets new ids, so a consumer that drops repeated ids never
 //! drops a row it has not seen. Two snapshots of a bucket share ids only if their offsets
 //! differ by a multiple of 2^24.
+//!
+//! Over 500 lines because the tests of the id layout and of every header (about 180 lines)
+//! sit next to it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,9 +41,9 @@ use fluss::record::ChangeType;
 use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::{HeaderKey, HeaderValue, ProducedMessage};
 
-use crate::bucket::BucketKey;
+use crate::config::options::{Choice, Header, HeaderSet};
 use crate::error::{Error, Result};
-use crate::options::{Choice, Header, HeaderSet};
+use crate::position::BucketKey;
 
 fn fold(value: u64, bits: u32) -> u128 {
     let mask = (1u64 << bits) - 1;

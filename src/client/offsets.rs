@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use fluss::rpc::message::OffsetSpec;
 use fluss::PartitionId;
 
-use crate::bucket::{BucketKey, Positions, SNAPSHOT_PENDING};
-use crate::connect::{call, CALL_TIMEOUT};
+use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::client::table::Table;
+use crate::config::options::{OutOfRangePolicy, StartingOffset};
 use crate::error::Result;
-use crate::options::{OutOfRangePolicy, StartingOffset};
-use crate::table::Table;
+use crate::position::{BucketKey, Positions, SNAPSHOT_PENDING};
 
 /// Asks the server for `spec` in every bucket of `keys`, one request per partition.
 pub async fn list(

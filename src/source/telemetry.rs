@@ -5,9 +5,9 @@
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
-use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
-use crate::scan::snapshot::Report;
-use crate::state::Tally;
+use crate::position::progress::Tally;
+use crate::position::{is_snapshot_pending, BucketKey, Positions};
+use crate::source::queue::snapshot_rows::Report;
 
 /// How often a progress line is written.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
@@ -69,9 +69,17 @@ impl Telemetry {
 
     /// A setting that works but not as the user likely meant, found at open: JSON payloads
     /// whose key order the runtime will not keep (see [`crate::runtime_json`]), more
-    /// instances than buckets (see [`crate::assign::Assignment::oversized`]).
+    /// instances than buckets (see [`crate::scope::share::Assignment::oversized`]).
     pub fn warn(&self, warning: &str) {
         tracing::warn!("{}: {warning}", self.prefix);
+    }
+
+    /// A connection attempt at open failed and is tried again (until `connect_timeout`).
+    pub fn unreachable_yet(&self, bootstrap: &str, error: &dyn Display) {
+        tracing::warn!(
+            "{}: cannot reach Fluss at {bootstrap} yet ({error}); retrying",
+            self.prefix
+        );
     }
 
     /// One line per batch handed over, at DEBUG (INFO with `verbose_logging`).

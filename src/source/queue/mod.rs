@@ -12,20 +12,25 @@
 //! restart, and a bucket whose records all fail the filter still advances).
 //!
 //! Nothing here touches the network, so queueing and draining are tested on their own.
+//! Over 500 lines because those tests (about 370 lines) sit next to it.
 
 use std::collections::{HashMap, VecDeque};
 
 use fluss::record::ScanRecord;
 use fluss::PartitionId;
 
-use crate::batch::Batch;
-use crate::bucket::{BucketKey, Positions};
+use crate::encode::batch::Batch;
+use crate::encode::stamp::{BucketStamp, Stamper};
 use crate::encode::Encoder;
 use crate::error::Result;
 use crate::filter::Filter;
-use crate::message::{BucketStamp, Stamper};
-use crate::scan::partitions::PartitionNames;
-use crate::scan::snapshot::{Report, Snapshot};
+use crate::position::{BucketKey, Positions};
+
+pub mod snapshot_rows;
+
+use crate::client::discovery::PartitionNames;
+use crate::client::limit_scan::Scanned;
+use snapshot_rows::{Report, Snapshot};
 
 /// One bucket: how its messages are stamped, and its records waiting to be encoded
 /// (`records[next..]`, in offset order).
@@ -157,25 +162,23 @@ impl Buckets {
         Ok(())
     }
 
-    /// The `filter` queued records (and snapshot rows) must pass.
-    pub fn filter(&self) -> Option<&Filter> {
-        self.filter.as_ref()
+    /// Whether bucket `key` is registered.
+    pub fn contains(&self, key: BucketKey) -> bool {
+        self.entries.contains_key(&key)
     }
 
-    /// The stamp of bucket `key`, if it is registered.
-    pub fn stamp(&self, key: BucketKey) -> Option<&BucketStamp> {
-        self.entries.get(&key).map(|e| &e.stamp)
-    }
-
-    /// Queues the snapshot of bucket `key`, to be handed over before its changelog records.
-    pub fn queue_snapshot(&mut self, key: BucketKey, snapshot: Snapshot) {
+    /// Queues the snapshot of bucket `key` (the rows the filter keeps, stamped as that
+    /// bucket's snapshot), to be handed over before its changelog records.
+    pub fn queue_snapshot(&mut self, key: BucketKey, scanned: Scanned) -> Result<()> {
         let Some(entry) = self.entries.get_mut(&key) else {
-            return;
+            return Ok(());
         };
+        let snapshot = Snapshot::new(&entry.stamp, scanned, self.filter.as_ref())?;
         if !entry.is_waiting() {
             self.turns.push_back(key);
         }
         entry.snapshot = Some(snapshot);
+        Ok(())
     }
 
     /// Whether some bucket's snapshot is still being handed over.
@@ -190,7 +193,7 @@ impl Buckets {
         positions
             .iter()
             .filter_map(|(key, offset)| {
-                if !crate::bucket::is_snapshot_pending(*offset) {
+                if !crate::position::is_snapshot_pending(*offset) {
                     return Some((*key, *offset));
                 }
                 let snapshot = self.entries.get(key)?.snapshot.as_ref()?;
@@ -310,7 +313,7 @@ mod tests {
     use fluss::row::ColumnarRow;
 
     use super::*;
-    use crate::options::HeaderSet;
+    use crate::config::options::HeaderSet;
 
     /// Encodes each record as a message holding its offset, at most `limit` per call.
     struct Offsets {
@@ -559,10 +562,12 @@ mod tests {
     fn a_snapshot_goes_first_and_its_last_row_moves_the_position_to_its_offset() {
         let mut buckets = registry(&[B0, B1]);
         buckets.queue(B0, records(40..42)).unwrap();
-        buckets.queue_snapshot(B0, crate::scan::snapshot::tests::snapshot(3, 40));
+        buckets
+            .queue_snapshot(B0, snapshot_rows::tests::scanned(3, 40))
+            .unwrap();
         buckets.queue(B1, records(7..8)).unwrap();
         assert!(buckets.has_snapshot());
-        let mut positions: Positions = [(B0, crate::bucket::SNAPSHOT_PENDING), (B1, 7)]
+        let mut positions: Positions = [(B0, crate::position::SNAPSHOT_PENDING), (B1, 7)]
             .into_iter()
             .collect();
         assert_eq!(
@@ -577,7 +582,7 @@ mod tests {
         assert_eq!(payloads(batch), ["0/0", "0/1"], "snapshot rows by index");
         assert_eq!(
             positions.get(&B0),
-            Some(&crate::bucket::SNAPSHOT_PENDING),
+            Some(&crate::position::SNAPSHOT_PENDING),
             "a partly handed over snapshot keeps the bucket pending"
         );
         assert!(buckets.take_finished().is_empty());
@@ -609,14 +614,16 @@ mod tests {
     #[test]
     fn a_nack_drops_snapshots_but_a_rebuild_keeps_them() {
         let mut buckets = registry(&[B0]);
-        buckets.queue_snapshot(B0, crate::scan::snapshot::tests::snapshot(3, 40));
+        buckets
+            .queue_snapshot(B0, snapshot_rows::tests::scanned(3, 40))
+            .unwrap();
         buckets.queue(B0, records(40..41)).unwrap();
         buckets.clear_queued();
         assert!(
             buckets.has_snapshot(),
             "a scanner rebuild keeps the snapshot"
         );
-        let pending: Positions = [(B0, crate::bucket::SNAPSHOT_PENDING)]
+        let pending: Positions = [(B0, crate::position::SNAPSHOT_PENDING)]
             .into_iter()
             .collect();
         buckets.clear_all();

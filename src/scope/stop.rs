@@ -15,7 +15,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bucket::{BucketKey, Positions};
+use crate::position::{BucketKey, Positions};
 
 /// `stopping_offset`: where a bounded read ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

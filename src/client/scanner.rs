@@ -16,10 +16,6 @@
 //! range as errors instead of swallowing them like the Arrow batch scanner does. Its records
 //! still point into the fetched Arrow batches, which the encoders read column by column.
 
-pub mod offsets;
-pub mod partitions;
-pub mod snapshot;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,10 +26,10 @@ use fluss::PartitionId;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
-use crate::connect::{call, CALL_TIMEOUT};
+use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::client::table::Table;
 use crate::error::{Error, Result};
-use crate::table::Table;
+use crate::position::{is_snapshot_pending, BucketKey, Positions};
 
 /// Extra time a poll may take beyond its own timeout before it counts as hung: a poll also
 /// sends the next fetch round and may refresh metadata, which have no timeout in fluss-rs.
