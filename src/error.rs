@@ -8,13 +8,16 @@
 
 use std::time::Duration;
 
+use fluss::{BucketId, TableId};
 use snafu::Snafu;
 
 use crate::config::ConfigError;
 use crate::filter::{ApplyError, FilterError};
 use crate::json::EncodeError;
-use crate::position::BucketKey;
+use crate::position::{BucketKey, Offset};
 use crate::records::RecordWithoutBatch;
+use crate::scope::share::Assignment;
+use crate::scope::stop::StoppingOffset;
 
 /// The fix for any unusable saved state, worded once for every message that needs it.
 const RESET_HINT: &str = "delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`";
@@ -64,7 +67,7 @@ pub enum Error {
     #[snafu(display(
         "table {table} (id {table_id}) was dropped while it was being read; nothing more is read and the saved state is kept; re-create the table and {RESET_HINT}, or point `table` at another table"
     ))]
-    TableDropped { table: String, table_id: i64 },
+    TableDropped { table: String, table_id: TableId },
 
     /// The configured table does not exist.
     #[snafu(display(
@@ -113,7 +116,7 @@ pub enum Error {
     #[snafu(display(
         "the saved state holds an impossible position (bucket {bucket}, offset {offset}); {RESET_HINT}"
     ))]
-    StateImpossible { bucket: i32, offset: i64 },
+    StateImpossible { bucket: BucketId, offset: Offset },
 
     /// The saved state was written for another table.
     #[snafu(display(
@@ -121,9 +124,9 @@ pub enum Error {
     ))]
     StateForeignTable {
         saved_table: String,
-        saved_id: i64,
+        saved_id: TableId,
         table: String,
-        table_id: i64,
+        table_id: TableId,
     },
 
     /// The saved state was written by an instance with another share of the buckets.
@@ -132,8 +135,8 @@ pub enum Error {
         saved.index, saved.count
     ))]
     StateAssignment {
-        saved: crate::scope::share::Assignment,
-        configured: crate::scope::share::Assignment,
+        saved: Assignment,
+        configured: Assignment,
     },
 
     /// The saved stop point was taken for another `stopping_offset`.
@@ -141,8 +144,8 @@ pub enum Error {
         "the saved state stops at the offsets taken for `stopping_offset` = {saved}, but `stopping_offset` is now {configured}; set it back to {saved}, remove it to read on without end from the saved positions, or {RESET_HINT}"
     ))]
     StateStop {
-        saved: crate::scope::stop::StoppingOffset,
-        configured: crate::scope::stop::StoppingOffset,
+        saved: StoppingOffset,
+        configured: StoppingOffset,
     },
 
     /// `partitions` does not fit the table.
@@ -180,7 +183,7 @@ pub enum Error {
     #[snafu(display(
         "Fluss gave no high watermark or rows for the snapshot of {key} (its partition may have been dropped)"
     ))]
-    SnapshotUnanswered { key: crate::position::BucketKey },
+    SnapshotUnanswered { key: BucketKey },
 
     /// A saved offset is no longer on the server and `on_offset_out_of_range = "fail"`.
     #[snafu(display(
@@ -189,9 +192,9 @@ pub enum Error {
     OffsetOutOfRange {
         table: String,
         key: BucketKey,
-        offset: i64,
-        log_start: i64,
-        log_end: i64,
+        offset: Offset,
+        log_start: Offset,
+        log_end: Offset,
     },
 
     /// A column could not be encoded.

@@ -3,16 +3,17 @@
 //! MessagePack record of the table id and the committed positions, so state written for another
 //! table (dropped and re-created, or renamed) is refused instead of silently misapplied.
 //!
-//! A bucket still in its snapshot phase (`starting_offset = "full"`) has the position
-//! [`SNAPSHOT_PENDING`](crate::position::SNAPSHOT_PENDING) in memory; it is persisted in a list of its own (`snapshots`), so a
-//! restart takes that bucket's snapshot again.
+//! A bucket still in its snapshot phase (`starting_offset = "full"`,
+//! [`Position::Snapshot`]) is persisted in a list of its own (`snapshots`), as a negative
+//! marker (see [`marker`]), so a restart takes that bucket's snapshot again. The record's
+//! layout is fixed: positions are converted to and from it here and nowhere else.
 
 use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::ConnectorState;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::position::{is_snapshot_pending, BucketKey, Positions};
+use crate::position::{at, BucketKey, Offset, Offsets, Position, Positions};
 use crate::scope::share::Assignment;
 use crate::scope::stop::{Stop, StoppingOffset};
 
@@ -27,7 +28,7 @@ struct PersistedState {
     version: u32,
     table_id: TableId,
     table: String,
-    positions: Vec<(Option<PartitionId>, BucketId, i64)>,
+    positions: Vec<PersistedPosition>,
     /// The share of the buckets the state covers; records without it were written by a single
     /// instance reading everything.
     #[serde(default)]
@@ -36,8 +37,7 @@ struct PersistedState {
     #[serde(default)]
     stop: Option<(StoppingOffset, Vec<PersistedPosition>)>,
     /// Buckets whose snapshot has not been acknowledged whole (absent before snapshots), with
-    /// their in-memory marker: [`SNAPSHOT_PENDING`](crate::position::SNAPSHOT_PENDING), or where their changelog must continue
-    /// because an earlier attempt was partly delivered ([`crate::position::snapshot_pending_from`]).
+    /// their [`marker`].
     #[serde(default)]
     snapshots: Vec<PersistedPosition>,
 }
@@ -54,17 +54,38 @@ pub struct Scope<'a> {
     pub stop: Option<&'a Stop>,
 }
 
-/// Positions as persisted, without the buckets still taking their snapshot.
-fn persisted(positions: &Positions) -> Vec<PersistedPosition> {
-    positions
-        .iter()
-        .filter(|(_, off)| !is_snapshot_pending(**off))
-        .map(|(k, off)| (k.partition, k.bucket, *off))
+/// The persisted value of a bucket in its snapshot phase: `-1` before any attempt at its
+/// snapshot was handed over, `-2 - floor` once one was (its changelog continues at `floor` at
+/// the latest). Never a real offset (those are ≥ 0), and `None` for a bucket read from its log.
+fn marker(position: Position) -> Option<i64> {
+    match position {
+        Position::At(_) => None,
+        Position::Snapshot { floor: None } => Some(-1),
+        Position::Snapshot { floor: Some(floor) } => Some(-2 - floor.max(0)),
+    }
+}
+
+/// The snapshot-phase position a persisted [`marker`] stands for; `None` for a value that is
+/// no marker.
+fn from_marker(marker: i64) -> Option<Position> {
+    match marker {
+        -1 => Some(Position::SNAPSHOT),
+        m if m <= -2 => Some(Position::Snapshot {
+            floor: Some(-2 - m),
+        }),
+        _ => None,
+    }
+}
+
+fn persisted(offsets: impl IntoIterator<Item = (BucketKey, Offset)>) -> Vec<PersistedPosition> {
+    offsets
+        .into_iter()
+        .map(|(k, offset)| (k.partition, k.bucket, offset))
         .collect()
 }
 
-fn restored(positions: Vec<PersistedPosition>) -> Result<Positions> {
-    let mut restored = Positions::new();
+fn restored(positions: Vec<PersistedPosition>) -> Result<Offsets> {
+    let mut restored = Offsets::new();
     for (partition, bucket, offset) in positions {
         if offset < 0 || bucket < 0 {
             return Err(Error::StateImpossible { bucket, offset });
@@ -101,14 +122,20 @@ impl SavedState {
             version: STATE_VERSION,
             table_id,
             table: table.to_owned(),
-            positions: persisted(positions),
+            positions: persisted(
+                positions
+                    .iter()
+                    .filter_map(|(key, position)| Some((*key, position.offset()?))),
+            ),
             assignment: scope.assignment,
-            stop: scope.stop.map(|stop| (stop.at, persisted(&stop.offsets))),
-            snapshots: positions
-                .iter()
-                .filter(|(_, off)| is_snapshot_pending(**off))
-                .map(|(k, off)| (k.partition, k.bucket, *off))
-                .collect(),
+            stop: scope
+                .stop
+                .map(|stop| (stop.at, persisted(stop.offsets.clone()))),
+            snapshots: persisted(
+                positions
+                    .iter()
+                    .filter_map(|(key, position)| Some((*key, marker(*position)?))),
+            ),
         };
         // The SDK's `ConnectorState::serialize` is this same call; calling it directly keeps
         // the rmp-serde error typed.
@@ -137,18 +164,19 @@ impl SavedState {
             }),
             None => None,
         };
-        // `restored` (below) refuses negative offsets, so the snapshot marker joins after it.
+        // `restored` (below) refuses negative offsets, so the snapshot markers join after it.
         let mut snapshots = Vec::with_capacity(record.snapshots.len());
         for (partition, bucket, marker) in record.snapshots {
-            if bucket < 0 || !is_snapshot_pending(marker) {
+            let position = from_marker(marker).filter(|_| bucket >= 0);
+            let Some(position) = position else {
                 return Err(Error::StateImpossible {
                     bucket,
                     offset: marker,
                 });
-            }
-            snapshots.push((BucketKey { partition, bucket }, marker));
+            };
+            snapshots.push((BucketKey { partition, bucket }, position));
         }
-        let mut positions = restored(record.positions)?;
+        let mut positions = at(restored(record.positions)?);
         positions.extend(snapshots);
         Ok(Self {
             table_id: record.table_id,
@@ -189,20 +217,20 @@ impl SavedState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::position::SNAPSHOT_PENDING;
+    use crate::position::samples::{offsets, positions};
 
-    fn positions() -> Positions {
-        let mut p = Positions::new();
-        p.insert(BucketKey::bucket(0), 10);
-        p.insert(BucketKey::bucket(2), 0);
-        p.insert(
-            BucketKey {
-                partition: Some(7),
-                bucket: 1,
-            },
-            i64::MAX,
-        );
-        p
+    #[test]
+    fn snapshot_markers_round_trip_and_are_never_offsets() {
+        assert_eq!(marker(Position::SNAPSHOT), Some(-1));
+        assert_eq!(from_marker(-1), Some(Position::SNAPSHOT));
+        for floor in [0, 1, 2738, i64::MAX - 2] {
+            let position = Position::Snapshot { floor: Some(floor) };
+            let persisted = marker(position).unwrap();
+            assert!(persisted <= -2, "{floor}");
+            assert_eq!(from_marker(persisted), Some(position));
+        }
+        assert_eq!(marker(Position::At(0)), None);
+        assert_eq!(from_marker(0), None);
     }
 
     #[test]
@@ -260,7 +288,7 @@ mod tests {
         let share = Assignment::try_new(1, 3).unwrap();
         let stop = Stop {
             at: StoppingOffset::Timestamp(1_700_000_000_000),
-            offsets: positions(),
+            offsets: offsets(),
         };
         let bytes = SavedState::encode(
             42,
@@ -347,17 +375,17 @@ mod tests {
     #[test]
     fn buckets_in_their_snapshot_phase_round_trip() {
         let mut with_snapshots = positions();
-        with_snapshots.insert(BucketKey::bucket(4), SNAPSHOT_PENDING);
+        with_snapshots.insert(BucketKey::bucket(4), Position::SNAPSHOT);
         with_snapshots.insert(
             BucketKey {
                 partition: Some(9),
                 bucket: 0,
             },
-            SNAPSHOT_PENDING,
+            Position::SNAPSHOT,
         );
         with_snapshots.insert(
             BucketKey::bucket(5),
-            crate::position::snapshot_pending_from(2738),
+            Position::Snapshot { floor: Some(2738) },
         );
         let bytes =
             SavedState::encode(42, "fluss.orders", &with_snapshots, Scope::default()).unwrap();
@@ -388,9 +416,12 @@ mod tests {
         let saved = SavedState::decode(&bytes).unwrap();
         assert_eq!(saved.table_id, 42);
         assert_eq!(saved.positions.len(), 2);
-        assert_eq!(saved.positions.get(&BucketKey::bucket(0)), Some(&10));
+        assert_eq!(
+            saved.positions.get(&BucketKey::bucket(0)),
+            Some(&Position::At(10))
+        );
         assert!(
-            saved.positions.values().all(|o| !is_snapshot_pending(*o)),
+            saved.positions.values().all(|p| !p.is_snapshot()),
             "old state has no bucket in its snapshot phase"
         );
     }
@@ -401,13 +432,13 @@ mod tests {
     fn fixtures() -> Vec<(&'static str, SavedState)> {
         let key = |partition, bucket| BucketKey { partition, bucket };
         let mut phases = positions();
-        phases.insert(BucketKey::bucket(4), SNAPSHOT_PENDING);
-        phases.insert(key(Some(9), 0), SNAPSHOT_PENDING);
+        phases.insert(BucketKey::bucket(4), Position::SNAPSHOT);
+        phases.insert(key(Some(9), 0), Position::SNAPSHOT);
         phases.insert(
             BucketKey::bucket(5),
-            crate::position::snapshot_pending_from(2738),
+            Position::Snapshot { floor: Some(2738) },
         );
-        let stop_offsets: Positions = [(BucketKey::bucket(0), 12), (key(Some(7), 1), 900)]
+        let stop_offsets: Offsets = [(BucketKey::bucket(0), 12), (key(Some(7), 1), 900)]
             .into_iter()
             .collect();
         let state = |positions: Positions, assignment, stop| SavedState {

@@ -26,7 +26,7 @@ use super::discovery::PartitionNames;
 use super::offsets;
 use super::table::Table;
 use crate::error::{Error, Result};
-use crate::position::BucketKey;
+use crate::position::{BucketKey, Offset};
 
 /// How long one limit scan may take: the server reads the whole bucket under its KV read
 /// lock and sends it in one response (1M rows took a few seconds on the bench machine).
@@ -54,20 +54,20 @@ pub struct Scanned {
     pub started: Instant,
     /// The high watermark before the scan: the offset the snapshot was taken at, which its
     /// message ids and `fluss_offset` headers carry.
-    pub taken_at: i64,
+    pub taken_at: Offset,
     /// The offset the changelog continues at: `taken_at`, or lower (see
     /// [`Scanned::continue_from`]).
-    pub continue_at: i64,
+    pub continue_at: Offset,
     /// Whether the switch to the changelog is exact (no change is delivered twice).
     pub exact: bool,
 }
 
 impl Scanned {
     /// Continues the changelog at `floor` instead, when an earlier attempt at this bucket's
-    /// snapshot was partly delivered (see [`crate::position::snapshot_pending_from`]): the
+    /// snapshot was partly delivered (see [`crate::position::Position::Snapshot`]): the
     /// changes since then, deletes included, bring that attempt's rows up to date. The switch
     /// is then not exact (changes already in this snapshot come again).
-    pub fn continue_from(&mut self, floor: i64) {
+    pub fn continue_from(&mut self, floor: Offset) {
         if floor < self.continue_at {
             self.continue_at = floor;
             self.exact = false;
@@ -76,7 +76,7 @@ impl Scanned {
 }
 
 /// The high watermark of one bucket.
-async fn high_watermark(table: &Table, key: BucketKey, names: &PartitionNames) -> Result<i64> {
+async fn high_watermark(table: &Table, key: BucketKey, names: &PartitionNames) -> Result<Offset> {
     let offsets = offsets::list(table, &[key], names, OffsetSpec::Latest).await?;
     offsets
         .get(&key)

@@ -39,49 +39,94 @@ impl std::fmt::Display for BucketKey {
     }
 }
 
-/// The next offset to read, per bucket.
-pub type Positions = BTreeMap<BucketKey, i64>;
+/// A log offset within one bucket (fluss-rs has ids for tables, partitions and buckets but
+/// none for offsets).
+pub type Offset = i64;
 
-/// The position of a bucket whose snapshot (`starting_offset = "full"`) has not been handed
-/// over whole yet: the bucket is not read from its changelog, and its snapshot is taken again
-/// after a restart or a Nack. Never a real offset (those are ≥ 0).
-pub const SNAPSHOT_PENDING: i64 = -1;
-
-/// Whether `offset` marks a bucket still in its snapshot phase ([`SNAPSHOT_PENDING`] or
-/// [`snapshot_pending_from`]).
-pub fn is_snapshot_pending(offset: i64) -> bool {
-    offset < 0
+/// Where a bucket is read from next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Position {
+    /// The bucket's log (a primary-key table's changelog) is read from this next offset.
+    At(Offset),
+    /// The bucket is in its snapshot phase (`starting_offset = "full"`): its snapshot has not
+    /// been handed over whole yet, so it is not read from its changelog, and its snapshot is
+    /// taken again after a restart or a Nack.
+    Snapshot {
+        /// Where the changelog must continue at the latest, once an attempt at the snapshot
+        /// started to be handed over (`None` before that): the offset that first attempt's
+        /// changelog continued at. Rows of that attempt may already be delivered when the
+        /// snapshot must be taken again, and a later snapshot no longer holds keys deleted in
+        /// between; so every later attempt continues the changelog at this first offset,
+        /// whose changes (deletes included) bring the rows of the earlier attempt up to date.
+        floor: Option<Offset>,
+    },
 }
 
-/// The position of a bucket in its snapshot phase whose snapshot taken at `continue_at` has
-/// started to be handed over. Rows of that attempt may already be delivered when its snapshot
-/// must be taken again (a Nack or a restart before its last row is acknowledged), and a later
-/// snapshot no longer holds keys deleted in between; so every later attempt continues the
-/// changelog at this first `continue_at`, whose changes (deletes included) bring the rows of
-/// the earlier attempt up to date.
-pub fn snapshot_pending_from(continue_at: i64) -> i64 {
-    -2 - continue_at.max(0)
-}
+impl Position {
+    /// A bucket whose snapshot is still to be taken, no attempt handed over yet.
+    pub const SNAPSHOT: Self = Self::Snapshot { floor: None };
 
-/// Where the changelog of a bucket in its snapshot phase must continue at the latest (see
-/// [`snapshot_pending_from`]); `None` before any attempt was handed over.
-pub fn snapshot_floor(offset: i64) -> Option<i64> {
-    (offset <= -2).then(|| -2 - offset)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_snapshot_floor_round_trips_and_stays_pending() {
-        assert_eq!(snapshot_floor(SNAPSHOT_PENDING), None);
-        for offset in [0, 1, 2738, i64::MAX - 2] {
-            let marker = snapshot_pending_from(offset);
-            assert!(is_snapshot_pending(marker), "{offset}");
-            assert_eq!(snapshot_floor(marker), Some(offset));
+    /// The next offset of its log, `None` in the snapshot phase.
+    pub fn offset(self) -> Option<Offset> {
+        match self {
+            Self::At(offset) => Some(offset),
+            Self::Snapshot { .. } => None,
         }
-        assert!(!is_snapshot_pending(0));
-        assert_eq!(snapshot_floor(0), None);
+    }
+
+    /// Whether the bucket is still in its snapshot phase.
+    pub fn is_snapshot(self) -> bool {
+        matches!(self, Self::Snapshot { .. })
+    }
+}
+
+impl std::fmt::Display for Position {
+    /// The offset, or `snapshot` (how the open line shows where a bucket starts).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::At(offset) => write!(f, "{offset}"),
+            Self::Snapshot { .. } => f.write_str("snapshot"),
+        }
+    }
+}
+
+/// Where each bucket is read from next.
+pub type Positions = BTreeMap<BucketKey, Position>;
+
+/// An offset per bucket, as Fluss lists them (earliest, latest, by timestamp) and as a stop
+/// point keeps them.
+pub type Offsets = BTreeMap<BucketKey, Offset>;
+
+/// Every bucket of `offsets`, read from its offset.
+pub fn at(offsets: Offsets) -> Positions {
+    offsets
+        .into_iter()
+        .map(|(key, offset)| (key, Position::At(offset)))
+        .collect()
+}
+
+/// Positions the unit tests of several modules share.
+#[cfg(test)]
+pub(crate) mod samples {
+    use super::{at, BucketKey, Offsets, Positions};
+
+    /// Three buckets, one of them of partition 7, at offsets 10, 0 and `i64::MAX`.
+    pub(crate) fn offsets() -> Offsets {
+        let mut o = Offsets::new();
+        o.insert(BucketKey::bucket(0), 10);
+        o.insert(BucketKey::bucket(2), 0);
+        o.insert(
+            BucketKey {
+                partition: Some(7),
+                bucket: 1,
+            },
+            i64::MAX,
+        );
+        o
+    }
+
+    /// [`offsets`] as positions read from those offsets.
+    pub(crate) fn positions() -> Positions {
+        at(offsets())
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::{BucketKey, Positions};
+use super::{BucketKey, Position, Positions};
 
 /// Committed positions plus the positions staged by batches not answered yet: the one in
 /// flight and, with the SDK's poll-ahead, the one prepared behind it (oldest first).
@@ -71,10 +71,10 @@ impl Progress {
     }
 
     /// Adds or moves a committed position outside a batch (new partitions, out-of-range resets).
-    pub fn set_committed(&mut self, key: BucketKey, offset: i64) {
-        self.committed.insert(key, offset);
+    pub fn set_committed(&mut self, key: BucketKey, position: Position) {
+        self.committed.insert(key, position);
         for (staged, _) in &mut self.staged {
-            staged.insert(key, offset);
+            staged.insert(key, position);
         }
     }
 
@@ -90,26 +90,13 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn positions() -> Positions {
-        let mut p = Positions::new();
-        p.insert(BucketKey::bucket(0), 10);
-        p.insert(BucketKey::bucket(2), 0);
-        p.insert(
-            BucketKey {
-                partition: Some(7),
-                bucket: 1,
-            },
-            i64::MAX,
-        );
-        p
-    }
+    use crate::position::samples::positions;
 
     #[test]
     fn ack_commits_and_nack_rolls_back() {
         let mut progress = Progress::new(positions());
         let mut next = positions();
-        next.insert(BucketKey::bucket(0), 20);
+        next.insert(BucketKey::bucket(0), Position::At(20));
         progress.stage(next.clone(), Tally::default());
         assert_eq!(progress.current(), &next);
         progress.rollback();
@@ -124,7 +111,7 @@ mod tests {
     fn a_batch_polled_ahead_commits_after_the_one_in_flight_and_a_nack_drops_both() {
         let at = |offset| {
             let mut p = positions();
-            p.insert(BucketKey::bucket(0), offset);
+            p.insert(BucketKey::bucket(0), Position::At(offset));
             p
         };
         let mut progress = Progress::new(at(10));
@@ -171,11 +158,20 @@ mod tests {
         let mut progress = Progress::new(Positions::new());
         progress.stage(Positions::new(), Tally::default());
         progress.stage(Positions::new(), Tally::default());
-        progress.set_committed(BucketKey::bucket(5), 3);
-        assert_eq!(progress.current().get(&BucketKey::bucket(5)), Some(&3));
+        progress.set_committed(BucketKey::bucket(5), Position::At(3));
+        assert_eq!(
+            progress.current().get(&BucketKey::bucket(5)),
+            Some(&Position::At(3))
+        );
         progress.commit();
-        assert_eq!(progress.committed().get(&BucketKey::bucket(5)), Some(&3));
-        assert_eq!(progress.current().get(&BucketKey::bucket(5)), Some(&3));
+        assert_eq!(
+            progress.committed().get(&BucketKey::bucket(5)),
+            Some(&Position::At(3))
+        );
+        assert_eq!(
+            progress.current().get(&BucketKey::bucket(5)),
+            Some(&Position::At(3))
+        );
         progress.forget(&BucketKey::bucket(5));
         assert!(progress.committed().is_empty());
     }

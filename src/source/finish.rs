@@ -42,7 +42,7 @@ pub(super) async fn open(
                 StoppingOffset::Latest => StartingOffset::Latest,
                 StoppingOffset::Timestamp(ms) => StartingOffset::Timestamp(ms),
             };
-            let offsets = offsets::starting(table, keys, partitions, spec).await?;
+            let offsets = offsets::resolve(table, keys, partitions, spec).await?;
             (Bound::new(Stop { at, offsets }), true)
         }
     })

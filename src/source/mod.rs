@@ -139,18 +139,18 @@ impl Source for FlussSource {
         let mut fresh = Vec::new();
         for key in &all_keys {
             match saved.as_ref().and_then(|s| s.positions.get(key)) {
-                Some(offset) => {
-                    committed.insert(*key, *offset);
-                    starts.push((*key, *offset, "saved state"));
+                Some(position) => {
+                    committed.insert(*key, *position);
+                    starts.push((*key, *position, "saved state"));
                 }
                 None => fresh.push(*key),
             }
         }
         let resolved =
             offsets::starting(&table, &fresh, &partitions, config.starting_offset).await?;
-        for (key, offset) in resolved {
-            committed.insert(key, offset);
-            starts.push((key, offset, "starting_offset"));
+        for (key, position) in resolved {
+            committed.insert(key, position);
+            starts.push((key, position, "starting_offset"));
         }
         starts.sort_by_key(|(k, _, _)| *k);
         let stamper = Stamper::new(table.id(), &qualified, config.headers)?;
@@ -337,14 +337,14 @@ fn set_aside(saved: &Positions, left_out: &HashSet<PartitionId>) -> Positions {
     saved
         .iter()
         .filter(|(key, _)| key.partition.is_some_and(|p| left_out.contains(&p)))
-        .map(|(key, offset)| (*key, *offset))
+        .map(|(key, position)| (*key, *position))
         .collect()
 }
 
 /// `positions` plus the set-aside ones (a bucket read now wins, though none is in both).
 fn with_set_aside(positions: &Positions, set_aside: &Positions) -> Positions {
     let mut all = set_aside.clone();
-    all.extend(positions.iter().map(|(key, offset)| (*key, *offset)));
+    all.extend(positions.iter().map(|(key, position)| (*key, *position)));
     all
 }
 
@@ -353,14 +353,17 @@ fn with_set_aside(positions: &Positions, set_aside: &Positions) -> Positions {
 fn bucket_keys(
     table: &Table,
     assignment: Assignment,
-    partitions: impl IntoIterator<Item = i64>,
+    partitions: impl IntoIterator<Item = PartitionId>,
 ) -> Vec<BucketKey> {
     let mut keys = all_bucket_keys(table, partitions);
     keys.retain(|key| assignment.owns(key));
     keys
 }
 
-fn all_bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> Vec<BucketKey> {
+fn all_bucket_keys(
+    table: &Table,
+    partitions: impl IntoIterator<Item = PartitionId>,
+) -> Vec<BucketKey> {
     let buckets = 0..table.buckets();
     if table.info.is_partitioned() {
         partitions
@@ -379,35 +382,45 @@ fn all_bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use fluss::BucketId;
 
-    fn key(partition: Option<i64>, bucket: i32) -> BucketKey {
+    use super::*;
+    use crate::position::Position;
+
+    fn key(partition: Option<PartitionId>, bucket: BucketId) -> BucketKey {
         BucketKey { partition, bucket }
     }
 
     #[test]
     fn positions_of_left_out_partitions_stay_in_every_state() {
         let saved = Positions::from([
-            (key(Some(1), 0), 40),
-            (key(Some(2), 0), 7),
-            (key(Some(2), 1), 9),
-            (key(Some(3), 0), 5),
+            (key(Some(1), 0), Position::At(40)),
+            (key(Some(2), 0), Position::At(7)),
+            (key(Some(2), 1), Position::At(9)),
+            (key(Some(3), 0), Position::At(5)),
         ]);
         // Partition 2 exists but is not selected; 3 is gone (not listed at all).
         let aside = set_aside(&saved, &HashSet::from([2]));
         assert_eq!(
             aside,
-            Positions::from([(key(Some(2), 0), 7), (key(Some(2), 1), 9)])
+            Positions::from([
+                (key(Some(2), 0), Position::At(7)),
+                (key(Some(2), 1), Position::At(9))
+            ])
         );
-        let now = Positions::from([(key(Some(1), 0), 55)]);
+        let now = Positions::from([(key(Some(1), 0), Position::At(55))]);
         assert_eq!(
             with_set_aside(&now, &aside),
             Positions::from([
-                (key(Some(1), 0), 55),
-                (key(Some(2), 0), 7),
-                (key(Some(2), 1), 9)
+                (key(Some(1), 0), Position::At(55)),
+                (key(Some(2), 0), Position::At(7)),
+                (key(Some(2), 1), Position::At(9))
             ])
         );
-        assert!(set_aside(&Positions::from([(key(None, 0), 3)]), &HashSet::from([2])).is_empty());
+        assert!(set_aside(
+            &Positions::from([(key(None, 0), Position::At(3))]),
+            &HashSet::from([2])
+        )
+        .is_empty());
     }
 }

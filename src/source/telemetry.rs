@@ -5,8 +5,10 @@
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
+use fluss::PartitionId;
+
 use crate::position::progress::Tally;
-use crate::position::{is_snapshot_pending, BucketKey, Positions};
+use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
 use crate::source::queue::snapshot_rows::Report;
 
 /// How often a progress line is written.
@@ -48,13 +50,10 @@ impl Telemetry {
     }
 
     /// The one INFO line at open.
-    pub fn opened(&self, summary: &str, starts: &[(BucketKey, i64, &'static str)]) {
+    pub fn opened(&self, summary: &str, starts: &[(BucketKey, Position, &'static str)]) {
         let starts: Vec<String> = starts
             .iter()
-            .map(|(key, offset, why)| match is_snapshot_pending(*offset) {
-                true => format!("{key}@snapshot ({why})"),
-                false => format!("{key}@{offset} ({why})"),
-            })
+            .map(|(key, position, why)| format!("{key}@{position} ({why})"))
             .collect();
         tracing::info!(
             "{}: opened {summary}; starting at {}",
@@ -114,12 +113,12 @@ impl Telemetry {
     }
 
     /// The periodic progress line: throughput and lag (high watermark − next offset) per bucket.
-    pub fn progress(&mut self, positions: &Positions, high_watermarks: &Positions) {
+    pub fn progress(&mut self, positions: &Positions, high_watermarks: &Offsets) {
         let elapsed = self.last_progress.elapsed().as_secs_f64().max(0.001);
         let rate = self.rows_since_progress as f64 / elapsed;
         let lags: Vec<String> = positions
             .iter()
-            .filter(|(_, next)| !is_snapshot_pending(**next))
+            .filter_map(|(key, position)| Some((key, position.offset()?)))
             .map(|(key, next)| {
                 let lag = high_watermarks
                     .get(key)
@@ -207,7 +206,7 @@ impl Telemetry {
     }
 
     /// Rows skipped because the log no longer holds them (or a saved offset is past its end).
-    pub fn skipped(&self, key: BucketKey, from: i64, to: i64, reason: &str) {
+    pub fn skipped(&self, key: BucketKey, from: Offset, to: Offset, reason: &str) {
         tracing::error!(
             "{}: {key}: offsets {from}..{to} are not on the server ({reason}); continuing at {to}, {} rows skipped",
             self.prefix,
@@ -216,7 +215,7 @@ impl Telemetry {
     }
 
     /// A position past the end of the log: the server lost offsets that were delivered.
-    pub fn past_end(&self, key: BucketKey, position: i64, end: i64) {
+    pub fn past_end(&self, key: BucketKey, position: Offset, end: Offset) {
         tracing::error!(
             "{}: {key}: offset {position} is past the end of the log ({end}); the server lost offsets {end}..{position}, which were delivered before; continuing at {end}",
             self.prefix
@@ -247,7 +246,7 @@ impl Telemetry {
     }
 
     /// A bucket too large for its snapshot: read from its changelog instead.
-    pub fn snapshot_skipped(&self, key: BucketKey, cap: usize, earliest: i64) {
+    pub fn snapshot_skipped(&self, key: BucketKey, cap: usize, earliest: Offset) {
         tracing::error!(
             "{}: {key}: holds more than snapshot_max_bucket_rows = {cap} rows, so its snapshot is skipped and it is read from its changelog at its earliest offset {earliest}: rows whose last change is older than that offset are missing; raise `snapshot_max_bucket_rows` (memory ≈ rows × row size) to take its snapshot",
             self.prefix
@@ -255,7 +254,7 @@ impl Telemetry {
     }
 
     /// Partition changes.
-    pub fn partitions(&self, added: &[(i64, String)], dropped: &[(i64, String)]) {
+    pub fn partitions(&self, added: &[(PartitionId, String)], dropped: &[(PartitionId, String)]) {
         for (id, name) in added {
             tracing::info!(
                 "{}: new partition {name} (id {id}), reading from its earliest offset",
@@ -271,7 +270,7 @@ impl Telemetry {
     }
 
     /// A bounded read is complete: every bucket reached its stop offset and was acknowledged.
-    pub fn finished(&self, stops: &Positions) {
+    pub fn finished(&self, stops: &Offsets) {
         let stops: Vec<String> = stops
             .iter()
             .map(|(key, off)| format!("{key}@{off}"))

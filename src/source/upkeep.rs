@@ -89,17 +89,17 @@ impl FlussSource {
             self.telemetry.recovered();
             self.scanner = None;
         }
-        let past_end = self
-            .progress
-            .current()
-            .iter()
-            .any(|(key, position)| latest.get(key).is_some_and(|end| position > end));
+        let past_end = self.progress.current().iter().any(|(key, position)| {
+            latest
+                .get(key)
+                .is_some_and(|end| position.offset().is_some_and(|next| next > *end))
+        });
         if past_end {
             let mut positions = self.progress.current().clone();
             match self.reset_out_of_range(&mut positions).await {
                 Ok(()) => {
-                    for (key, offset) in positions {
-                        self.progress.set_committed(key, offset);
+                    for (key, position) in positions {
+                        self.progress.set_committed(key, position);
                     }
                     self.scanner = None;
                 }
@@ -161,8 +161,8 @@ impl FlussSource {
                 .add_partition(*partition, name.clone(), &keys)?;
             added.push((*partition, name.clone()));
         }
-        for (key, offset) in &starts {
-            self.progress.set_committed(*key, *offset);
+        for (key, position) in &starts {
+            self.progress.set_committed(*key, *position);
         }
         if let Some(scanner) = self.scanner.as_mut() {
             if let Err(error) = scanner.subscribe(&starts).await {

@@ -24,7 +24,7 @@ use crate::encode::stamp::{BucketStamp, Stamper};
 use crate::encode::Encoder;
 use crate::error::Result;
 use crate::filter::Filter;
-use crate::position::{BucketKey, Positions};
+use crate::position::{BucketKey, Offset, Position, Positions};
 
 pub mod snapshot_rows;
 
@@ -41,7 +41,7 @@ struct Entry {
     next: usize,
     /// The offset after the last record polled, filtered out or not: the bucket's position
     /// once `records` are all consumed. `None` once it is applied.
-    end: Option<i64>,
+    end: Option<Offset>,
 }
 
 impl Entry {
@@ -192,12 +192,12 @@ impl Buckets {
     pub fn reading(&self, positions: &Positions) -> Positions {
         positions
             .iter()
-            .filter_map(|(key, offset)| {
-                if !crate::position::is_snapshot_pending(*offset) {
-                    return Some((*key, *offset));
+            .filter_map(|(key, position)| {
+                if !position.is_snapshot() {
+                    return Some((*key, *position));
                 }
                 let snapshot = self.entries.get(key)?.snapshot.as_ref()?;
-                Some((*key, snapshot.continue_at()))
+                Some((*key, Position::At(snapshot.continue_at())))
             })
             .collect()
     }
@@ -261,7 +261,7 @@ impl Buckets {
                 snapshot.advance(consumed);
                 total += consumed;
                 if snapshot.is_done() {
-                    positions.insert(key, snapshot.continue_at());
+                    positions.insert(key, Position::At(snapshot.continue_at()));
                     self.finished.push(snapshot.report);
                     entry.snapshot = None;
                 }
@@ -284,7 +284,7 @@ impl Buckets {
                 }
             };
             if consumed > 0 {
-                positions.insert(key, records[consumed - 1].offset() + 1);
+                positions.insert(key, Position::At(records[consumed - 1].offset() + 1));
                 entry.next += consumed;
                 total += consumed;
             }
@@ -294,7 +294,7 @@ impl Buckets {
                 entry.records = Vec::new();
                 entry.next = 0;
                 if let Some(end) = entry.end.take() {
-                    positions.insert(key, end);
+                    positions.insert(key, Position::At(end));
                 }
             }
         }
@@ -398,14 +398,14 @@ mod tests {
             .unwrap();
         assert_eq!(consumed, 4, "one turn each, two records per turn");
         assert_eq!(payloads(batch), ["0/0", "0/1", "1/10", "1/11"]);
-        assert_eq!(positions.get(&B0), Some(&2));
-        assert_eq!(positions.get(&B1), Some(&12));
+        assert_eq!(positions.get(&B0), Some(&Position::At(2)));
+        assert_eq!(positions.get(&B1), Some(&Position::At(12)));
         let mut batch = Batch::new(100, usize::MAX);
         buckets
             .drain(&mut Offsets { limit: 2 }, &mut batch, &mut positions)
             .unwrap();
         assert_eq!(payloads(batch), ["0/2", "0/3"], "the rest of bucket 0 next");
-        assert_eq!(positions.get(&B0), Some(&4));
+        assert_eq!(positions.get(&B0), Some(&Position::At(4)));
     }
 
     #[test]
@@ -428,7 +428,7 @@ mod tests {
             ["0/3", "0/4", "0/5", "0/6"],
             "newly polled records queue behind the waiting ones"
         );
-        assert_eq!(positions.get(&B0), Some(&7));
+        assert_eq!(positions.get(&B0), Some(&Position::At(7)));
     }
 
     #[test]
@@ -520,7 +520,7 @@ mod tests {
             .unwrap();
         assert_eq!(consumed, 3);
         assert_eq!(payloads(batch), ["0/1", "0/5", "0/6"]);
-        assert_eq!(positions.get(&B0), Some(&7));
+        assert_eq!(positions.get(&B0), Some(&Position::At(7)));
     }
 
     #[test]
@@ -535,14 +535,14 @@ mod tests {
         assert!(batch.is_empty());
         assert_eq!(
             positions.get(&B0),
-            Some(&3),
+            Some(&Position::At(3)),
             "past the filtered-out records"
         );
         let mut batch = Batch::new(100, usize::MAX);
         buckets
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
             .unwrap();
-        assert_eq!(positions.get(&B0), Some(&3), "applied once");
+        assert_eq!(positions.get(&B0), Some(&Position::At(3)), "applied once");
     }
 
     #[test]
@@ -555,7 +555,11 @@ mod tests {
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
             .unwrap();
         assert_eq!(payloads(batch), ["0/1", "0/2"]);
-        assert_eq!(positions.get(&B0), Some(&3), "only past what was delivered");
+        assert_eq!(
+            positions.get(&B0),
+            Some(&Position::At(3)),
+            "only past what was delivered"
+        );
     }
 
     #[test]
@@ -567,12 +571,14 @@ mod tests {
             .unwrap();
         buckets.queue(B1, records(7..8)).unwrap();
         assert!(buckets.has_snapshot());
-        let mut positions: Positions = [(B0, crate::position::SNAPSHOT_PENDING), (B1, 7)]
+        let mut positions: Positions = [(B0, Position::SNAPSHOT), (B1, Position::At(7))]
             .into_iter()
             .collect();
         assert_eq!(
             buckets.reading(&positions),
-            [(B0, 40), (B1, 7)].into_iter().collect(),
+            [(B0, Position::At(40)), (B1, Position::At(7))]
+                .into_iter()
+                .collect(),
             "the changelog is read from where the snapshot leaves off"
         );
         let mut batch = Batch::new(2, usize::MAX);
@@ -582,7 +588,7 @@ mod tests {
         assert_eq!(payloads(batch), ["0/0", "0/1"], "snapshot rows by index");
         assert_eq!(
             positions.get(&B0),
-            Some(&crate::position::SNAPSHOT_PENDING),
+            Some(&Position::SNAPSHOT),
             "a partly handed over snapshot keeps the bucket pending"
         );
         assert!(buckets.take_finished().is_empty());
@@ -593,7 +599,7 @@ mod tests {
         assert_eq!(payloads(batch), ["1/7", "0/2"], "buckets take turns");
         assert_eq!(
             positions.get(&B0),
-            Some(&40),
+            Some(&Position::At(40)),
             "the last snapshot row moves the bucket to where its changelog continues"
         );
         let mut batch = Batch::new(100, usize::MAX);
@@ -601,7 +607,7 @@ mod tests {
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
             .unwrap();
         assert_eq!(payloads(batch), ["0/40", "0/41"], "the changelog follows");
-        assert_eq!(positions.get(&B0), Some(&42));
+        assert_eq!(positions.get(&B0), Some(&Position::At(42)));
         let finished = buckets.take_finished();
         assert_eq!(finished.len(), 1);
         assert_eq!(
@@ -623,9 +629,7 @@ mod tests {
             buckets.has_snapshot(),
             "a scanner rebuild keeps the snapshot"
         );
-        let pending: Positions = [(B0, crate::position::SNAPSHOT_PENDING)]
-            .into_iter()
-            .collect();
+        let pending: Positions = [(B0, Position::SNAPSHOT)].into_iter().collect();
         buckets.clear_all();
         assert!(!buckets.has_snapshot());
         assert!(

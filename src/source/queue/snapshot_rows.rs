@@ -11,7 +11,7 @@ use crate::client::limit_scan::Scanned;
 use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
-use crate::position::BucketKey;
+use crate::position::{BucketKey, Offset};
 
 /// Rows turned into records per encoder call: records are made from the snapshot's Arrow
 /// batch as they are encoded, so only this many exist at once (about 40 bytes each).
@@ -40,7 +40,7 @@ pub struct Report {
     /// When it was started.
     pub started: Instant,
     /// The offset the changelog continues at (the high watermark before the scan).
-    pub continue_at: i64,
+    pub continue_at: Offset,
     /// Whether the high watermark stayed put during the scan (no change is delivered twice).
     pub exact: bool,
 }
@@ -108,7 +108,7 @@ impl Snapshot {
     }
 
     /// The offset its bucket's changelog continues at.
-    pub fn continue_at(&self) -> i64 {
+    pub fn continue_at(&self) -> Offset {
         self.report.continue_at
     }
 }
