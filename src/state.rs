@@ -7,6 +7,9 @@
 //! [`Position::Snapshot`]) is persisted in a list of its own (`snapshots`), as a negative
 //! marker (see [`marker`]), so a restart takes that bucket's snapshot again. The record's
 //! layout is fixed: positions are converted to and from it here and nowhere else.
+//!
+//! Over 500 lines because its tests (about 300 lines: every older record shape and the saved
+//! fixture bytes) sit next to it.
 
 use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::ConnectorState;

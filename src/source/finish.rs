@@ -1,6 +1,6 @@
 //! The source's part in scale-out, bounded reads and partition pruning: the stop point at
 //! open, buckets leaving the scanner once done, and the polls after a bounded read finished.
-//! The rules themselves are pure, in [`crate::bound`], [`crate::assign`] and [`crate::prune`].
+//! The rules themselves are pure, in [`crate::scope`].
 
 use std::time::Duration;
 

@@ -11,6 +11,11 @@ use crate::position::progress::Tally;
 use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
 use crate::source::queue::snapshot_rows::Report;
 
+/// The target of every line: the module path this file had before the source's files moved
+/// into folders, which the runtime prints with each line (`connector_target=…`) and a
+/// `RUST_LOG` filter may name, so moving the file changes neither.
+const TARGET: &str = "iggy_connector_fluss_source::telemetry";
+
 /// How often a progress line is written.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
 /// Repeats of one retriable fault are summarised at most this often.
@@ -55,8 +60,7 @@ impl Telemetry {
             .iter()
             .map(|(key, position, why)| format!("{key}@{position} ({why})"))
             .collect();
-        tracing::info!(
-            "{}: opened {summary}; starting at {}",
+        tracing::info!(target: TARGET, "{}: opened {summary}; starting at {}",
             self.prefix,
             if starts.is_empty() {
                 "no buckets yet".to_owned()
@@ -70,13 +74,12 @@ impl Telemetry {
     /// whose key order the runtime will not keep (see [`crate::runtime_json`]), more
     /// instances than buckets (see [`crate::scope::share::Assignment::oversized`]).
     pub fn warn(&self, warning: &str) {
-        tracing::warn!("{}: {warning}", self.prefix);
+        tracing::warn!(target: TARGET, "{}: {warning}", self.prefix);
     }
 
     /// A connection attempt at open failed and is tried again (until `connect_timeout`).
     pub fn unreachable_yet(&self, bootstrap: &str, error: &dyn Display) {
-        tracing::warn!(
-            "{}: cannot reach Fluss at {bootstrap} yet ({error}); retrying",
+        tracing::warn!(target: TARGET, "{}: cannot reach Fluss at {bootstrap} yet ({error}); retrying",
             self.prefix
         );
     }
@@ -86,14 +89,12 @@ impl Telemetry {
     /// every row it holds.
     pub fn batch(&self, messages: usize, rows: usize, bytes: usize, encode: Duration) {
         if self.verbose {
-            tracing::info!(
-                "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
+            tracing::info!(target: TARGET, "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
                 self.prefix,
                 encode.as_micros()
             );
         } else {
-            tracing::debug!(
-                "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
+            tracing::debug!(target: TARGET, "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
                 self.prefix,
                 encode.as_micros()
             );
@@ -126,8 +127,7 @@ impl Telemetry {
                 format!("{key}: {lag}")
             })
             .collect();
-        tracing::info!(
-            "{}: progress acknowledged rows_total={} messages_total={} rows_per_s={rate:.0} lag=[{}]",
+        tracing::info!(target: TARGET, "{}: progress acknowledged rows_total={} messages_total={} rows_per_s={rate:.0} lag=[{}]",
             self.prefix,
             self.rows_total,
             self.messages_total,
@@ -151,9 +151,9 @@ impl Telemetry {
     fn streak(&mut self, level: tracing::Level, text: &str) {
         let line = |text: String| {
             if level == tracing::Level::ERROR {
-                tracing::error!("{text}");
+                tracing::error!(target: TARGET, "{text}");
             } else {
-                tracing::warn!("{text}");
+                tracing::warn!(target: TARGET, "{text}");
             }
         };
         let now = Instant::now();
@@ -191,8 +191,7 @@ impl Telemetry {
     /// Data flows again after a fault.
     pub fn recovered(&mut self) {
         if let Some(streak) = self.fault.take() {
-            tracing::info!(
-                "{}: reading again after {}s ({} {})",
+            tracing::info!(target: TARGET, "{}: reading again after {}s ({} {})",
                 self.prefix,
                 streak.since.elapsed().as_secs(),
                 streak.count,
@@ -207,8 +206,7 @@ impl Telemetry {
 
     /// Rows skipped because the log no longer holds them (or a saved offset is past its end).
     pub fn skipped(&self, key: BucketKey, from: Offset, to: Offset, reason: &str) {
-        tracing::error!(
-            "{}: {key}: offsets {from}..{to} are not on the server ({reason}); continuing at {to}, {} rows skipped",
+        tracing::error!(target: TARGET, "{}: {key}: offsets {from}..{to} are not on the server ({reason}); continuing at {to}, {} rows skipped",
             self.prefix,
             (to - from).max(0)
         );
@@ -216,21 +214,19 @@ impl Telemetry {
 
     /// A position past the end of the log: the server lost offsets that were delivered.
     pub fn past_end(&self, key: BucketKey, position: Offset, end: Offset) {
-        tracing::error!(
-            "{}: {key}: offset {position} is past the end of the log ({end}); the server lost offsets {end}..{position}, which were delivered before; continuing at {end}",
+        tracing::error!(target: TARGET, "{}: {key}: offset {position} is past the end of the log ({end}); the server lost offsets {end}..{position}, which were delivered before; continuing at {end}",
             self.prefix
         );
     }
 
     /// A bucket's snapshot is being taken.
     pub fn snapshot_started(&self, key: BucketKey) {
-        tracing::info!("{}: {key}: snapshot starts", self.prefix);
+        tracing::info!(target: TARGET, "{}: {key}: snapshot starts", self.prefix);
     }
 
     /// A bucket's snapshot was handed over whole.
     pub fn snapshot_finished(&self, report: &Report) {
-        tracing::info!(
-            "{}: {}: snapshot handed over: rows={} bytes={} seconds={:.3}; the changelog continues at offset {} ({})",
+        tracing::info!(target: TARGET, "{}: {}: snapshot handed over: rows={} bytes={} seconds={:.3}; the changelog continues at offset {} ({})",
             self.prefix,
             report.key,
             report.rows,
@@ -247,8 +243,7 @@ impl Telemetry {
 
     /// A bucket too large for its snapshot: read from its changelog instead.
     pub fn snapshot_skipped(&self, key: BucketKey, cap: usize, earliest: Offset) {
-        tracing::error!(
-            "{}: {key}: holds more than snapshot_max_bucket_rows = {cap} rows, so its snapshot is skipped and it is read from its changelog at its earliest offset {earliest}: rows whose last change is older than that offset are missing; raise `snapshot_max_bucket_rows` (memory ≈ rows × row size) to take its snapshot",
+        tracing::error!(target: TARGET, "{}: {key}: holds more than snapshot_max_bucket_rows = {cap} rows, so its snapshot is skipped and it is read from its changelog at its earliest offset {earliest}: rows whose last change is older than that offset are missing; raise `snapshot_max_bucket_rows` (memory ≈ rows × row size) to take its snapshot",
             self.prefix
         );
     }
@@ -256,14 +251,12 @@ impl Telemetry {
     /// Partition changes.
     pub fn partitions(&self, added: &[(PartitionId, String)], dropped: &[(PartitionId, String)]) {
         for (id, name) in added {
-            tracing::info!(
-                "{}: new partition {name} (id {id}), reading from its earliest offset",
+            tracing::info!(target: TARGET, "{}: new partition {name} (id {id}), reading from its earliest offset",
                 self.prefix
             );
         }
         for (id, name) in dropped {
-            tracing::info!(
-                "{}: partition {name} (id {id}) was dropped; forgetting it",
+            tracing::info!(target: TARGET, "{}: partition {name} (id {id}) was dropped; forgetting it",
                 self.prefix
             );
         }
@@ -275,8 +268,7 @@ impl Telemetry {
             .iter()
             .map(|(key, off)| format!("{key}@{off}"))
             .collect();
-        tracing::info!(
-            "{}: finished: {} rows, offsets [{}]; nothing more is read (remove `stopping_offset` to read on)",
+        tracing::info!(target: TARGET, "{}: finished: {} rows, offsets [{}]; nothing more is read (remove `stopping_offset` to read on)",
             self.prefix,
             self.rows_total,
             stops.join(", ")
@@ -285,8 +277,7 @@ impl Telemetry {
 
     /// The INFO line at close.
     pub fn closed(&self) {
-        tracing::info!(
-            "{}: closed after {} acknowledged messages ({} rows)",
+        tracing::info!(target: TARGET, "{}: closed after {} acknowledged messages ({} rows)",
             self.prefix,
             self.messages_total,
             self.rows_total

@@ -132,7 +132,7 @@ pub fn offset(m: &Message) -> i64 {
         .expect("fluss_offset is an int64 header")
 }
 
-/// Checks each message id against the layout of src/message.rs, recomputed from its headers.
+/// Checks each message id against the layout of src/encode/stamp.rs, recomputed from its headers.
 pub fn assert_ids(messages: &[Message], table_id: i64) {
     for m in messages {
         assert_eq!(
@@ -143,7 +143,7 @@ pub fn assert_ids(messages: &[Message], table_id: i64) {
                 bucket(m),
                 offset(m)
             ),
-            "message id of bucket {} offset {} (Iggy offset {}) does not follow src/message.rs",
+            "message id of bucket {} offset {} (Iggy offset {}) does not follow src/encode/stamp.rs",
             bucket(m),
             offset(m),
             m.offset
