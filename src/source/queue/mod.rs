@@ -3,8 +3,9 @@
 //! and removes whole partitions here; [`Buckets::drain`] moves queued records into a batch.
 //!
 //! A bucket in its snapshot phase (`starting_offset = "full"`) queues its [`Snapshot`] ahead
-//! of its changelog records: the snapshot's rows are handed over first, and when the last of
-//! them is in a batch the bucket's position becomes the offset its changelog continues at.
+//! of its changelog records, filtered and stamped here like them ([`snapshot_rows`]): the
+//! snapshot's rows are handed over first, and when the last of them is in a batch the
+//! bucket's position becomes the offset its changelog continues at.
 //!
 //! With a `filter`, records are filtered as they are queued ([`Filter::select`]); the offset
 //! after the last polled record is kept as the bucket's `end`, so once the kept records are
@@ -14,22 +15,21 @@
 //! Nothing here touches the network, so queueing and draining are tested on their own.
 //! Over 500 lines because those tests (about 370 lines) sit next to it.
 
+pub mod snapshot_rows;
+
 use std::collections::{HashMap, VecDeque};
 
 use fluss::record::ScanRecord;
 use fluss::PartitionId;
 
+use crate::client::discovery::PartitionNames;
+use crate::client::limit_scan::Scanned;
 use crate::encode::batch::Batch;
 use crate::encode::stamp::{BucketStamp, Stamper};
 use crate::encode::Encoder;
 use crate::error::Result;
 use crate::filter::Filter;
 use crate::position::{BucketKey, Offset, Position, Positions};
-
-pub mod snapshot_rows;
-
-use crate::client::discovery::PartitionNames;
-use crate::client::limit_scan::Scanned;
 use snapshot_rows::{Report, Snapshot};
 
 /// One bucket: how its messages are stamped, and its records waiting to be encoded
