@@ -20,52 +20,9 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use fluss::config::Config;
 use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
 use fluss_testkit::{tables, Cluster, ClusterOptions};
-
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
-        })
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// (a): the bare Arrow batch scanner from earliest until `rows` rows arrived.
-async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> usize {
-    let (conn, offsets) = common::bare_setup(
-        bootstrap,
-        path,
-        Config::default().scanner_log_max_poll_records,
-    )
-    .await;
-    let table = conn.get_table(path).await.expect("table");
-    let scanner = table
-        .new_scan()
-        .create_record_batch_log_scanner()
-        .expect("scanner");
-    scanner
-        .subscribe_buckets(&offsets)
-        .await
-        .expect("subscribe");
-    let mut seen = 0;
-    while seen < rows {
-        for batch in scanner
-            .poll(Duration::from_millis(500))
-            .await
-            .expect("poll")
-        {
-            seen += batch.num_records();
-        }
-    }
-    seen
-}
 
 /// The bare record scanner (what the plugin reads with), for locating costs; one scanner
 /// polled in a loop, with the plugin's Arrow IPC poll size (`max_batch_bytes / 320` for the
@@ -138,7 +95,11 @@ fn child(args: &[String]) {
     };
     let started = Instant::now();
     let seen = match mode {
-        "bare" => runtime().block_on(bare_scanner(bootstrap, &path, rows)),
+        "bare" => {
+            runtime()
+                .block_on(common::bare_scanner(bootstrap, &path, rows))
+                .rows
+        }
         "records" => runtime().block_on(bare_records(bootstrap, &path, rows)),
         "json" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows),
         "ipc" => through_plugin(
@@ -161,7 +122,10 @@ fn child(args: &[String]) {
         other => panic!("unknown mode {other}"),
     };
     let secs = started.elapsed().as_secs_f64();
-    println!("RESULT {mode} {seen} {secs:.3} {}", peak_rss_kib());
+    println!(
+        "RESULT {mode} {seen} {secs:.3} {}",
+        common::peak_rss_kib("self")
+    );
 }
 
 fn main() {

@@ -12,15 +12,15 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use fluss_testkit::fluss::metadata::RowType;
 use fluss_testkit::fluss::record::{ChangeType, ScanRecord};
 use fluss_testkit::fluss::row::ColumnarRow;
-use iggy_connector_fluss_source::batch::Batch;
-use iggy_connector_fluss_source::bucket::BucketKey;
-use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
-use iggy_connector_fluss_source::encode::ipc::IpcMessages;
-use iggy_connector_fluss_source::encode::Encoder;
-use iggy_connector_fluss_source::message::{BucketStamp, Stamper};
-use iggy_connector_fluss_source::options::{
+use iggy_connector_fluss_source::config::options::{
     ChangelogFormat, HeaderSet, IpcCompression, JsonOptions,
 };
+use iggy_connector_fluss_source::encode::batch::Batch;
+use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
+use iggy_connector_fluss_source::encode::ipc::IpcMessages;
+use iggy_connector_fluss_source::encode::stamp::{BucketStamp, Stamper};
+use iggy_connector_fluss_source::encode::Encoder;
+use iggy_connector_fluss_source::position::BucketKey;
 
 const ROWS: usize = 100_000;
 

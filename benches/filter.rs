@@ -46,6 +46,7 @@ fn through_plugin(config: serde_json::Value, rows: i64) -> (usize, usize) {
                     .expect("state")
                     .positions
                     .values()
+                    .filter_map(|position| position.offset())
                     .sum()
             })
             .unwrap_or(0);

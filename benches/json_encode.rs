@@ -22,8 +22,8 @@ use arrow_array::{
 };
 use criterion::{BenchmarkId, Criterion, Throughput};
 use fluss::metadata::{DataField, DataType, DataTypes};
-use iggy_connector_fluss_source::encode::json::RowEncoder;
-use iggy_connector_fluss_source::options::JsonOptions;
+use iggy_connector_fluss_source::config::options::JsonOptions;
+use iggy_connector_fluss_source::json::RowEncoder;
 
 const ROWS: usize = 100_000;
 

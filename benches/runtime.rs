@@ -1,6 +1,9 @@
 //! Throughput where users run the plugin: a real `iggy-server` and the `iggy-connectors`
 //! runtime loading the release build of the plugin, against a real local Fluss cluster.
 //!
+//! Over 500 lines: one binary sets up each shape's server, runtime and connector files, its
+//! ceiling run and the figures, which only make sense side by side.
+//!
 //! Each shape runs in a fresh server and runtime of its own, then its ceiling: the SDK's test
 //! source (`sdk/test_source`) emitting as many messages of the same payload (a real message's
 //! JSON text, or its size for raw payloads) and the same header kinds and sizes, with the same
@@ -39,7 +42,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fluss::config::Config;
 use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
 use fluss_testkit::iggy::{
@@ -67,39 +69,13 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
 /// The bare fluss-rs batch scanner over the whole log table: rows/s from its first non-empty
 /// poll to the last row (the same span the runtime figures use).
 async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> f64 {
-    let (conn, offsets) = common::bare_setup(
-        bootstrap,
-        path,
-        Config::default().scanner_log_max_poll_records,
-    )
-    .await;
-    let table = conn.get_table(path).await.expect("table");
-    let scanner = table
-        .new_scan()
-        .create_record_batch_log_scanner()
-        .expect("scanner");
-    let subscribed = Instant::now();
-    scanner
-        .subscribe_buckets(&offsets)
-        .await
-        .expect("subscribe");
-    let mut seen = 0;
-    let mut first: Option<(Instant, usize)> = None;
-    while seen < rows {
-        for batch in scanner
-            .poll(Duration::from_millis(500))
-            .await
-            .expect("poll")
-        {
-            seen += batch.num_records();
-            first.get_or_insert((Instant::now(), seen));
-        }
-    }
-    let (at, first_rows) = first.expect("rows arrived");
-    let rate = (seen - first_rows) as f64 / at.elapsed().as_secs_f64();
+    let scan = common::bare_scanner(bootstrap, path, rows).await;
+    let (at, first_rows) = scan.first_poll;
+    let rate = (scan.rows - first_rows) as f64 / at.elapsed().as_secs_f64();
     eprintln!(
-        "bare batch scanner: {seen} rows, first poll {first_rows}, from subscribe {:.0} rows/s",
-        seen as f64 / subscribed.elapsed().as_secs_f64()
+        "bare batch scanner: {} rows, first poll {first_rows}, from subscribe {:.0} rows/s",
+        scan.rows,
+        scan.rows as f64 / scan.subscribed.elapsed().as_secs_f64()
     );
     rate
 }
@@ -146,18 +122,6 @@ fn row_count(m: &Message) -> Option<u64> {
         .get("fluss_row_count")
         .and_then(HeaderValue::as_i64)
         .map(|n| n as u64)
-}
-
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
-        })
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 fn message_at(server: &IggyServer, dir: &Path, offset: u64, count: u64) -> Vec<Message> {
@@ -256,7 +220,7 @@ fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
         None => last.1 - started,
     }
     .as_secs_f64();
-    let rss_kib = peak_rss_kib(pid);
+    let rss_kib = common::peak_rss_kib(&pid.to_string());
     stop_perf(perf);
     runtime.stop(Stop::Kill);
     let first = message_at(&server, &dir, 0, 1).remove(0);

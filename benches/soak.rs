@@ -15,13 +15,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fluss_testkit::fluss::client::{AppendWriter, UpsertWriter};
 use fluss_testkit::fluss::metadata::TablePath;
-use fluss_testkit::fluss::row::GenericRow;
+use fluss_testkit::write::continuous::{Pace, Writer};
 use fluss_testkit::{tables, unique_table, Cluster, ClusterOptions};
 use serde_json::Value;
 
@@ -29,10 +27,6 @@ const ROUND: i64 = 50;
 const KEYS: i64 = 1000;
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(60);
 const SAMPLE_EVERY: Duration = Duration::from_secs(10);
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -83,152 +77,14 @@ fn binary(env: &str, name: &str) -> PathBuf {
 
 // ------------------------------------------------------------------------------ writers
 
-#[derive(Default)]
-struct Written {
-    acked: Vec<String>,
-    unconfirmed: Vec<String>,
-    longest_flush: Duration,
-    /// Writers replaced after a flush that failed or timed out.
-    rebuilds: usize,
-}
-
-enum Sink {
-    Append(AppendWriter),
-    Upsert(UpsertWriter),
-}
-
-struct Writer {
-    written: Arc<Mutex<Written>>,
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Writer {
-    fn start(cluster: Arc<Cluster>, path: TablePath, primary_key: bool) -> Self {
-        let written = Arc::new(Mutex::new(Written::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (written, stop) = (written.clone(), stop.clone());
-            std::thread::spawn(move || {
-                // One runtime per writer session: a fluss-rs 1.0.0 sender whose flush did not
-                // finish can spin in `RecordAccumulator::ready` for good, starving a
-                // current-thread runtime; dropping the runtime ends it (rows it held count as
-                // unconfirmed).
-                let mut seq = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("writer runtime");
-                    seq = runtime.block_on(write(
-                        cluster.clone(),
-                        path.clone(),
-                        primary_key,
-                        written.clone(),
-                        stop.clone(),
-                        seq,
-                    ));
-                    runtime.shutdown_background();
-                }
-            })
-        };
-        Self {
-            written,
-            stop,
-            thread,
-        }
-    }
-
-    fn count(&self) -> usize {
-        lock(&self.written).acked.len()
-    }
-
-    fn finish(self) -> Written {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().expect("writer thread");
-        std::mem::take(&mut *lock(&self.written))
-    }
-}
-
-async fn write(
-    cluster: Arc<Cluster>,
-    path: TablePath,
-    primary_key: bool,
-    written: Arc<Mutex<Written>>,
-    stop: Arc<AtomicBool>,
-    mut seq: i64,
-) -> i64 {
-    // A fluss-rs writer whose flush did not finish within FLUSH_TIMEOUT is replaced by a new
-    // one on a new connection: seen after a leader kill, an old writer can stay stuck for
-    // minutes. Rows it still holds may arrive later: they count as unconfirmed.
-    {
-        let conn = cluster.connection().await;
-        let Ok(table) = conn.get_table(&path).await else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            return seq;
-        };
-        let sink = if primary_key {
-            table
-                .new_upsert()
-                .and_then(|u| u.create_writer())
-                .map(Sink::Upsert)
-        } else {
-            table
-                .new_append()
-                .and_then(|a| a.create_writer())
-                .map(Sink::Append)
-        };
-        let Ok(sink) = sink else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            return seq;
-        };
-        while !stop.load(Ordering::Relaxed) {
-            let mut keys = Vec::new();
-            let mut queued = true;
-            for n in seq..seq + ROUND {
-                let (key, row) = if primary_key {
-                    let mut row = GenericRow::new(3);
-                    row.set_field(0, n % KEYS);
-                    row.set_field(1, format!("w{n}"));
-                    row.set_field(2, n as f64);
-                    (format!("w{n}"), row)
-                } else {
-                    (n.to_string(), tables::sample_row(n))
-                };
-                queued &= match &sink {
-                    Sink::Append(w) => w.append(&row).is_ok(),
-                    Sink::Upsert(w) => w.upsert(&row).is_ok(),
-                };
-                keys.push(key);
-            }
-            seq += ROUND;
-            let started = Instant::now();
-            let flushing = async {
-                match &sink {
-                    Sink::Append(w) => w.flush().await,
-                    Sink::Upsert(w) => w.flush().await,
-                }
-            };
-            let flushed = tokio::time::timeout(FLUSH_TIMEOUT, flushing).await;
-            let ok = queued && matches!(flushed, Ok(Ok(())));
-            {
-                let mut w = lock(&written);
-                w.longest_flush = w.longest_flush.max(started.elapsed());
-                if ok {
-                    w.acked.extend(keys);
-                } else {
-                    w.unconfirmed.extend(keys);
-                    w.rebuilds += 1;
-                }
-            }
-            if !ok {
-                return seq;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        seq
-    }
-}
+/// How the writers write: rounds of 50 rows over 1000 keys, flushed, then a pause.
+const PACE: Pace = Pace {
+    round: ROUND,
+    keys: KEYS,
+    flush_timeout: FLUSH_TIMEOUT,
+    pause: Duration::from_millis(200),
+    label: None,
+};
 
 // ------------------------------------------------------------------------------ runners
 
@@ -424,8 +280,8 @@ fn main() {
         ),
     ];
     let writers = [
-        Writer::start(cluster.clone(), log_path.clone(), false),
-        Writer::start(cluster.clone(), pk_path.clone(), true),
+        Writer::start(cluster.clone(), log_path.clone(), false, PACE),
+        Writer::start(cluster.clone(), pk_path.clone(), true, PACE),
     ];
     let watched = [&log_path, &pk_path];
 

@@ -8,13 +8,18 @@
 
 use std::time::Duration;
 
+use fluss::{BucketId, TableId};
 use snafu::Snafu;
 
-use crate::bucket::BucketKey;
 use crate::config::ConfigError;
-use crate::encode::json::EncodeError;
+use crate::filter::{ApplyError, FilterError};
+use crate::json::EncodeError;
+use crate::position::{BucketKey, Offset};
+use crate::records::RecordWithoutBatch;
+use crate::scope::share::Assignment;
+use crate::scope::stop::StoppingOffset;
 
-/// The fix for any unusable saved state.
+/// The fix for any unusable saved state, worded once for every message that needs it.
 const RESET_HINT: &str = "delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`";
 
 /// Everything that can go wrong in the plugin; each message says what happened and how to fix it.
@@ -60,9 +65,9 @@ pub enum Error {
 
     /// The table was dropped (or dropped and re-created) while it was being read.
     #[snafu(display(
-        "table {table} (id {table_id}) was dropped while it was being read; nothing more is read and the saved state is kept; re-create the table and delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`, or point `table` at another table"
+        "table {table} (id {table_id}) was dropped while it was being read; nothing more is read and the saved state is kept; re-create the table and {RESET_HINT}, or point `table` at another table"
     ))]
-    TableDropped { table: String, table_id: i64 },
+    TableDropped { table: String, table_id: TableId },
 
     /// The configured table does not exist.
     #[snafu(display(
@@ -111,7 +116,7 @@ pub enum Error {
     #[snafu(display(
         "the saved state holds an impossible position (bucket {bucket}, offset {offset}); {RESET_HINT}"
     ))]
-    StateImpossible { bucket: i32, offset: i64 },
+    StateImpossible { bucket: BucketId, offset: Offset },
 
     /// The saved state was written for another table.
     #[snafu(display(
@@ -119,9 +124,9 @@ pub enum Error {
     ))]
     StateForeignTable {
         saved_table: String,
-        saved_id: i64,
+        saved_id: TableId,
         table: String,
-        table_id: i64,
+        table_id: TableId,
     },
 
     /// The saved state was written by an instance with another share of the buckets.
@@ -130,8 +135,8 @@ pub enum Error {
         saved.index, saved.count
     ))]
     StateAssignment {
-        saved: crate::assign::Assignment,
-        configured: crate::assign::Assignment,
+        saved: Assignment,
+        configured: Assignment,
     },
 
     /// The saved stop point was taken for another `stopping_offset`.
@@ -139,8 +144,8 @@ pub enum Error {
         "the saved state stops at the offsets taken for `stopping_offset` = {saved}, but `stopping_offset` is now {configured}; set it back to {saved}, remove it to read on without end from the saved positions, or {RESET_HINT}"
     ))]
     StateStop {
-        saved: crate::bound::StoppingOffset,
-        configured: crate::bound::StoppingOffset,
+        saved: StoppingOffset,
+        configured: StoppingOffset,
     },
 
     /// `partitions` does not fit the table.
@@ -152,10 +157,8 @@ pub enum Error {
     StateEncode { cause: rmp_serde::encode::Error },
 
     /// fluss-rs handed over a scanned record without the Arrow batch it points into.
-    #[snafu(display(
-        "fluss-rs returned a record without its Arrow batch; this is a bug in the client, please report it"
-    ))]
-    RecordWithoutBatch,
+    #[snafu(transparent)]
+    RecordWithoutBatch { source: RecordWithoutBatch },
 
     /// A Fluss call failed.
     #[snafu(display("Fluss {op} failed: {}", describe_fluss(cause)))]
@@ -180,18 +183,18 @@ pub enum Error {
     #[snafu(display(
         "Fluss gave no high watermark or rows for the snapshot of {key} (its partition may have been dropped)"
     ))]
-    SnapshotUnanswered { key: crate::bucket::BucketKey },
+    SnapshotUnanswered { key: BucketKey },
 
     /// A saved offset is no longer on the server and `on_offset_out_of_range = "fail"`.
     #[snafu(display(
-        "{key} of {table}: offset {offset} is not on the server (the log holds {log_start}..{log_end}); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the state file to start from `starting_offset`"
+        "{key} of {table}: offset {offset} is not on the server (the log holds {log_start}..{log_end}); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or {RESET_HINT}"
     ))]
     OffsetOutOfRange {
         table: String,
         key: BucketKey,
-        offset: i64,
-        log_start: i64,
-        log_end: i64,
+        offset: Offset,
+        log_start: Offset,
+        log_end: Offset,
     },
 
     /// A column could not be encoded.
@@ -211,7 +214,7 @@ pub enum Error {
 
     /// `filter` does not fit the table (an unknown column, a literal of the wrong type).
     #[snafu(transparent)]
-    Filter { source: crate::filter::FilterError },
+    Filter { source: FilterError },
 
     /// `filter` could not be evaluated on a fetched batch (its columns are not what the
     /// table said at open).
@@ -236,6 +239,17 @@ impl Error {
                 Fault::Retry
             }
             _ => Fault::Fatal,
+        }
+    }
+}
+
+impl From<ApplyError> for Error {
+    /// A filter that could not be applied: the fluss-rs part keeps its classification.
+    fn from(error: ApplyError) -> Self {
+        match error {
+            ApplyError::Arrow { cause } => Self::FilterEval { cause },
+            ApplyError::WithoutBatch { cause } => cause.into(),
+            ApplyError::Rows { cause } => Self::fluss("filter", cause),
         }
     }
 }
@@ -397,7 +411,7 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "bucket 2 of fluss.orders: offset 100 is not on the server (the log holds 250..900); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the state file to start from `starting_offset`"
+            "bucket 2 of fluss.orders: offset 100 is not on the server (the log holds 250..900); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`"
         );
     }
 

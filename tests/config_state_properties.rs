@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use iggy_connector_fluss_source::bucket::{BucketKey, Positions};
 use iggy_connector_fluss_source::config::Config;
+use iggy_connector_fluss_source::position::{BucketKey, Position, Positions};
 use iggy_connector_fluss_source::state::{SavedState, Scope};
 use iggy_connector_sdk::ConnectorState;
 use proptest::prelude::*;
@@ -117,7 +117,11 @@ fn check_config(text: &str) {
 fn positions() -> impl Strategy<Value = Positions> {
     prop::collection::btree_map(
         (prop::option::of(any::<i64>()), 0..i32::MAX),
-        0..i64::MAX,
+        prop_oneof![
+            (0..i64::MAX).prop_map(Position::At),
+            Just(Position::SNAPSHOT),
+            (0..i64::MAX - 2).prop_map(|floor| Position::Snapshot { floor: Some(floor) }),
+        ],
         0..20,
     )
     .prop_map(|m| {
@@ -130,7 +134,10 @@ fn positions() -> impl Strategy<Value = Positions> {
 fn check_state(bytes: Vec<u8>) {
     match SavedState::decode(&ConnectorState(bytes)) {
         Ok(state) => {
-            assert!(state.positions.values().all(|o| *o >= 0));
+            assert!(state.positions.values().all(|p| match p {
+                Position::At(offset) => *offset >= 0,
+                Position::Snapshot { floor } => floor.is_none_or(|f| f >= 0),
+            }));
             assert!(state.positions.keys().all(|k| k.bucket >= 0));
         }
         Err(error) => assert!(!error.to_string().is_empty(), "an error without a message"),

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use fluss_source_runner::ConnectorFile;
+use iggy_connector_fluss_source::config::options::PayloadFormat;
 use iggy_connector_fluss_source::config::Config;
-use iggy_connector_fluss_source::options::PayloadFormat;
 use iggy_connector_sdk::Schema;
 
 fn root() -> PathBuf {

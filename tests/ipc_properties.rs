@@ -20,10 +20,10 @@ use arrow_array::types::{Int64Type, TimestampMillisecondType};
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use fluss::record::ChangeType;
-use iggy_connector_fluss_source::batch::Batch;
+use iggy_connector_fluss_source::config::options::IpcCompression;
+use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::ipc::IpcMessages;
 use iggy_connector_fluss_source::encode::Encoder;
-use iggy_connector_fluss_source::options::IpcCompression;
 use proptest::prelude::*;
 
 use arrow_cases::{case_of, config, Case};

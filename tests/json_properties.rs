@@ -27,11 +27,11 @@ use arrow_schema::{DataType as ArrowType, TimeUnit};
 use base64::Engine as _;
 use fluss::metadata::{DataField, DataType, DataTypes};
 use fluss::record::ChangeType;
-use iggy_connector_fluss_source::batch::Batch;
-use iggy_connector_fluss_source::encode::json::RowEncoder;
+use iggy_connector_fluss_source::config::options::{DecimalFormat, JsonOptions, TemporalFormat};
+use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::rows::RowMessages;
 use iggy_connector_fluss_source::encode::Encoder;
-use iggy_connector_fluss_source::options::{DecimalFormat, JsonOptions, TemporalFormat};
+use iggy_connector_fluss_source::json::RowEncoder;
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -2,22 +2,7 @@
 //! reports its version over the C ABI. Needs the cdylib built first (`cargo build`; the README
 //! test command does that before `cargo test`).
 
-use std::path::PathBuf;
-
-fn plugin_library() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
-    let lib = dir.join("libiggy_connector_fluss_source.so");
-    assert!(
-        lib.exists(),
-        "{} is missing; run `cargo build -p iggy_connector_fluss_source` first",
-        lib.display()
-    );
-    lib
-}
+use fluss_testkit::plugin_path as plugin_library;
 
 #[test]
 fn the_plugin_exports_exactly_the_five_source_symbols() {

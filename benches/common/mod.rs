@@ -19,6 +19,19 @@ use fluss_testkit::fluss::config::Config;
 use fluss_testkit::fluss::metadata::{DataField, DataTypes, Schema, TableDescriptor, TablePath};
 use fluss_testkit::{tables, Cluster};
 
+/// The peak resident set (`VmHWM`, KiB) of process `pid` (`"self"`: this one), 0 when unknown.
+pub fn peak_rss_kib(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A size from the environment (`_` allowed as a digit separator), or `default`.
 pub fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -220,4 +233,53 @@ pub async fn bare_setup(
         .map(|b| (b, EARLIEST_OFFSET))
         .collect();
     (conn, offsets)
+}
+
+/// What the bare fluss-rs batch scanner read: every row from earliest, and when its first
+/// non-empty poll came.
+pub struct BareScan {
+    /// Rows read.
+    pub rows: usize,
+    /// When the scanner was subscribed.
+    pub subscribed: Instant,
+    /// When the first non-empty poll returned, and how many rows it held.
+    pub first_poll: (Instant, usize),
+}
+
+/// The bare Arrow batch scanner (the baseline of the end-to-end figures) reading the log
+/// table `path` from earliest until `rows` rows arrived.
+pub async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> BareScan {
+    let (conn, offsets) = bare_setup(
+        bootstrap,
+        path,
+        Config::default().scanner_log_max_poll_records,
+    )
+    .await;
+    let table = conn.get_table(path).await.expect("table");
+    let scanner = table
+        .new_scan()
+        .create_record_batch_log_scanner()
+        .expect("scanner");
+    let subscribed = Instant::now();
+    scanner
+        .subscribe_buckets(&offsets)
+        .await
+        .expect("subscribe");
+    let mut seen = 0;
+    let mut first: Option<(Instant, usize)> = None;
+    while seen < rows {
+        for batch in scanner
+            .poll(std::time::Duration::from_millis(500))
+            .await
+            .expect("poll")
+        {
+            seen += batch.num_records();
+            first.get_or_insert((Instant::now(), seen));
+        }
+    }
+    BareScan {
+        rows: seen,
+        subscribed,
+        first_poll: first.expect("rows arrived"),
+    }
 }

@@ -12,14 +12,16 @@ use serde::Deserialize;
 use serde_json::Value;
 use snafu::Snafu;
 
-use crate::assign::Assignment;
-use crate::bound::StoppingOffset;
 use crate::filter::FilterText;
-use crate::options::{
+use crate::scope::share::Assignment;
+use crate::scope::stop::StoppingOffset;
+pub mod options;
+
+use crate::scope::prune::PartitionFilter;
+use options::{
     ChangelogFormat, DecimalFormat, HeaderSet, IpcCompression, JsonOptions, OutOfRangePolicy,
     PayloadFormat, PayloadSchema, StartingOffset, TableType, TemporalFormat,
 };
-use crate::prune::PartitionFilter;
 
 /// Default `batch_size`: upstream Iggy sources and the runtime's producer batch 1000 messages.
 pub const DEFAULT_BATCH_SIZE: usize = 1000;

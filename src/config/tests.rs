@@ -1,7 +1,7 @@
 //! Each key: its default, accepted values and the exact message for a bad one.
 
 use super::*;
-use crate::options::Header;
+use crate::config::options::Header;
 use serde_json::json;
 
 fn parse(extra: Value) -> Result<Config, ConfigError> {
@@ -358,7 +358,7 @@ fn instance_index_and_count_give_this_instance_its_share() {
 
 #[test]
 fn stopping_offset_is_latest_or_a_timestamp() {
-    use crate::bound::StoppingOffset;
+    use crate::scope::stop::StoppingOffset;
     assert_eq!(parse(json!({})).unwrap().stopping_offset, None);
     let c = parse(json!({"stopping_offset": "LATEST"})).unwrap();
     assert_eq!(c.stopping_offset, Some(StoppingOffset::Latest));

@@ -7,11 +7,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{invalid, ConfigError, Sasl, Secret};
-use crate::assign::Assignment;
-use crate::bound::StoppingOffset;
+use crate::config::options::{Choice, Header, HeaderSet, StartingOffset};
 use crate::filter::FilterText;
-use crate::options::{Choice, Header, HeaderSet, StartingOffset};
-use crate::prune::PartitionFilter;
+use crate::scope::prune::PartitionFilter;
+use crate::scope::share::Assignment;
+use crate::scope::stop::StoppingOffset;
 
 pub(super) fn required(key: &'static str, value: Option<Value>) -> Result<Value, ConfigError> {
     match value {

@@ -16,13 +16,14 @@ use arrow_array::RecordBatch;
 use fluss::metadata::DataField;
 use fluss::record::{ChangeType, ScanRecord};
 
-use super::json::{write_json_string, RowEncoder};
-use super::{arrow_batch, same_batch, Encoder};
-use crate::batch::Batch;
+use super::Encoder;
+use crate::config::options::ChangelogFormat;
+use crate::config::options::JsonOptions;
+use crate::encode::batch::Batch;
+use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
-use crate::message::BucketStamp;
-use crate::options::ChangelogFormat;
-use crate::options::JsonOptions;
+use crate::json::{write_json_string, RowEncoder};
+use crate::records::{arrow_batch, same_batch};
 
 /// The Debezium `op` of a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,9 +293,9 @@ mod tests {
     use fluss::row::ColumnarRow;
 
     use super::*;
-    use crate::bucket::BucketKey;
-    use crate::message::Stamper;
-    use crate::options::HeaderSet;
+    use crate::config::options::HeaderSet;
+    use crate::encode::stamp::Stamper;
+    use crate::position::BucketKey;
 
     fn fields() -> Vec<DataField> {
         vec![

@@ -16,11 +16,12 @@ use arrow_ipc::CompressionType;
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use fluss::record::{ChangeType, ScanRecord};
 
-use super::{arrow_batch, batch_runs, Encoder};
-use crate::batch::Batch;
+use super::Encoder;
+use crate::config::options::IpcCompression;
+use crate::encode::batch::Batch;
+use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
-use crate::message::BucketStamp;
-use crate::options::IpcCompression;
+use crate::records::{arrow_batch, batch_runs};
 
 /// Encodes runs of rows as Arrow IPC stream messages.
 pub struct IpcMessages {
@@ -232,9 +233,9 @@ mod tests {
 
     #[test]
     fn snapshot_rows_are_inserts_at_the_snapshot_offset() {
-        use crate::bucket::BucketKey;
-        use crate::message::{snapshot_id, Stamper};
-        use crate::options::HeaderSet;
+        use crate::config::options::HeaderSet;
+        use crate::encode::stamp::{snapshot_id, Stamper};
+        use crate::position::BucketKey;
         use fluss::metadata::{DataTypes, RowType};
         use fluss::row::ColumnarRow;
 

@@ -4,12 +4,13 @@
 use fluss::metadata::DataField;
 use fluss::record::ScanRecord;
 
-use super::json::{write_json_string, RowEncoder};
-use super::{arrow_batch, batch_runs, Encoder};
-use crate::batch::Batch;
+use super::Encoder;
+use crate::config::options::JsonOptions;
+use crate::encode::batch::Batch;
+use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
-use crate::message::BucketStamp;
-use crate::options::JsonOptions;
+use crate::json::{write_json_string, RowEncoder};
+use crate::records::{arrow_batch, batch_runs};
 
 /// Encodes log-table rows as JSON messages.
 pub struct RowMessages {

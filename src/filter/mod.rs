@@ -9,6 +9,10 @@
 //! - [`select`]: the records of one poll reduced to the matching ones (changelog rules there);
 //! - [`pushdown`]: the part of a filter the server can use to skip whole batches.
 //!
+//! A leaf: it knows the table only as Fluss fields and fetched records, and reports its own
+//! errors ([`FilterError`] at open, [`ApplyError`] on fetched records); the source wires it
+//! in at open and maps its errors.
+//!
 //! Semantics are SQL's three-valued logic: a comparison with a NULL column value is unknown,
 //! `NOT` of unknown is unknown, and only rows where the whole filter is true are delivered.
 
@@ -29,6 +33,8 @@ use snafu::Snafu;
 pub use check::Expr;
 pub use parse::Ast;
 
+use crate::records::RecordWithoutBatch;
+
 /// A filter that does not parse or does not fit the table: where, and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, Snafu)]
 #[snafu(display("`filter`: at column {column}: {message}"))]
@@ -46,6 +52,30 @@ impl FilterError {
             message: message.into(),
         }
     }
+}
+
+/// A checked filter could not be applied to fetched records.
+#[derive(Debug, Snafu)]
+pub enum ApplyError {
+    /// An Arrow kernel refused a fetched batch (its columns are not what the table said at
+    /// open).
+    #[snafu(display("{cause}"))]
+    Arrow {
+        /// The kernel's error.
+        cause: ArrowError,
+    },
+    /// fluss-rs handed over a record without its Arrow batch.
+    #[snafu(display("{cause}"))]
+    WithoutBatch {
+        /// Which record.
+        cause: RecordWithoutBatch,
+    },
+    /// fluss-rs refused the compacted rows.
+    #[snafu(display("{cause}"))]
+    Rows {
+        /// The client's error.
+        cause: fluss::error::Error,
+    },
 }
 
 /// The `filter` key as configured: its text and syntax tree, not yet checked against a table.
@@ -105,47 +135,8 @@ impl Filter {
     }
 
     /// The rows of `batch` that match (a snapshot's rows, which have no change pairs).
-    pub fn retain(&self, batch: &RecordBatch) -> crate::error::Result<RecordBatch> {
-        let eval = |cause| crate::error::Error::FilterEval { cause };
-        let mask = self.matches(batch).map_err(eval)?;
-        arrow_select::filter::filter_record_batch(batch, &mask).map_err(eval)
-    }
-}
-
-/// The configured filter checked against `table` at open, with its pushdown set on the table
-/// for log tables (fluss-rs supports pushdown on log-table scans; a primary-key table's
-/// changelog is filtered on the client only); `None` without a filter.
-pub fn open(
-    config: &crate::config::Config,
-    table: &mut crate::table::Table,
-) -> Result<Option<Filter>, FilterError> {
-    let Some(text) = &config.filter else {
-        return Ok(None);
-    };
-    let filter = Filter::new(
-        text,
-        &table.fields,
-        table.info.get_row_type().fields(),
-        table.primary_key,
-    )?;
-    if !table.primary_key {
-        table.pushdown = pushdown::predicate(filter.expr());
-    }
-    Ok(Some(filter))
-}
-
-/// The open line's words on the filter: empty without one.
-pub fn describe(config: &crate::config::Config, table: &crate::table::Table) -> String {
-    match &config.filter {
-        None => String::new(),
-        Some(text) => format!(
-            ", filter `{}` ({})",
-            text.text,
-            if table.pushdown.is_some() {
-                "pushed down, then applied exactly"
-            } else {
-                "applied on the client"
-            }
-        ),
+    pub fn retain(&self, batch: &RecordBatch) -> Result<RecordBatch, ArrowError> {
+        let mask = self.matches(batch)?;
+        arrow_select::filter::filter_record_batch(batch, &mask)
     }
 }

@@ -23,23 +23,23 @@ use arrow_select::take::take_record_batch;
 use fluss::record::{ChangeType, ScanRecord};
 use fluss::row::ColumnarRow;
 
+use super::ApplyError;
 use super::Filter;
-use crate::encode::{arrow_batch, batch_runs};
-use crate::error::{Error, Result};
+use crate::records::{arrow_batch, batch_runs};
 
 impl Filter {
     /// The records of `records` (one bucket, offset order) the filter keeps, in order, with
     /// update pairs of a changelog resolved as the module docs say.
-    pub fn select(&self, records: Vec<ScanRecord>) -> Result<Vec<ScanRecord>> {
+    pub fn select(&self, records: Vec<ScanRecord>) -> Result<Vec<ScanRecord>, ApplyError> {
         let mut keep = vec![false; records.len()];
         let mut runs = Vec::new();
         for (start, end, batch) in batch_runs(&records) {
-            let batch = arrow_batch(batch)?;
+            let batch = arrow_batch(batch).map_err(|cause| ApplyError::WithoutBatch { cause })?;
             let ids = records[start..end].iter().map(|r| r.row().get_row_id());
             let (low, high) = ids.fold((usize::MAX, 0), |(l, h), id| (l.min(id), h.max(id)));
             let mask = self
                 .matches(&batch.slice(low, high + 1 - low))
-                .map_err(|cause| Error::FilterEval { cause })?;
+                .map_err(|cause| ApplyError::Arrow { cause })?;
             for (keep, record) in keep[start..end].iter_mut().zip(&records[start..end]) {
                 *keep = mask.value(record.row().get_row_id() - low);
             }
@@ -67,15 +67,16 @@ impl Filter {
             if selected.is_empty() {
                 continue;
             }
-            let batch = arrow_batch(records[start].row().get_record_batch())?;
+            let batch = arrow_batch(records[start].row().get_record_batch())
+                .map_err(|cause| ApplyError::WithoutBatch { cause })?;
             let indices: UInt32Array = selected
                 .iter()
                 .map(|i| records[*i].row().get_row_id() as u32)
                 .collect();
             let compacted =
-                take_record_batch(batch, &indices).map_err(|cause| Error::FilterEval { cause })?;
+                take_record_batch(batch, &indices).map_err(|cause| ApplyError::Arrow { cause })?;
             let row = ColumnarRow::new(Arc::new(compacted), self.row_type.clone(), 0, None)
-                .map_err(|cause| Error::fluss("filter", cause))?;
+                .map_err(|cause| ApplyError::Rows { cause })?;
             for (row_id, i) in selected.into_iter().enumerate() {
                 let mut row = row.clone();
                 row.set_row_id(row_id);

@@ -19,29 +19,32 @@ use fluss::record::ScanRecord;
 use fluss::PartitionId;
 use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, SourceBatchResult};
 
-use crate::assign::Assignment;
-use crate::batch::Batch;
-use crate::bound::Bound;
-use crate::bucket::{BucketKey, Positions};
-use crate::buckets::Buckets;
+use crate::client::connect;
+use crate::client::discovery;
+use crate::client::offsets;
+use crate::client::scanner::Scanner;
+use crate::client::table::Table;
+use crate::config::options::PayloadFormat;
 use crate::config::Config;
-use crate::connect;
-use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
+use crate::encode::batch::Batch;
+use crate::encode::runtime_json;
+use crate::encode::stamp::Stamper;
+use crate::encode::Encoder;
 use crate::error::{Error, Result};
-use crate::filter;
-use crate::message::Stamper;
-use crate::options::{Choice, PayloadFormat, PayloadSchema};
-use crate::runtime_json;
-use crate::scan::offsets;
-use crate::scan::partitions;
-use crate::scan::Scanner;
-use crate::state::{Progress, SavedState, Scope, Tally};
-use crate::table::Table;
-use crate::telemetry::Telemetry;
+use crate::position::progress::{Progress, Tally};
+use crate::position::{BucketKey, Positions};
+use crate::scope::share::Assignment;
+use crate::scope::stop::Bound;
+use crate::source::queue::Buckets;
+use crate::source::telemetry::Telemetry;
+use crate::state::{SavedState, Scope};
 
-mod bounded;
+mod finish;
+mod open;
+pub mod queue;
 mod recovery;
-mod snapshots;
+mod snapshot_phase;
+pub mod telemetry;
 mod upkeep;
 
 /// Pause after a failed client poll before trying again.
@@ -92,10 +95,14 @@ impl Source for FlussSource {
         let config = Config::parse(config_json)?;
         // Corrupt state fails before any network work, so the error is immediate.
         let saved = state.as_ref().map(SavedState::decode).transpose()?;
-        let conn = connect::connect(&config).await?;
-        let mut table = Table::resolve(conn, &config).await?;
-        let filter = filter::open(&config, &mut table)?;
         let qualified = config.qualified_table();
+        let telemetry = Telemetry::new(id, &qualified, config.verbose_logging);
+        let conn = connect::connect(&config, |error| {
+            telemetry.unreachable_yet(&config.bootstrap_servers, error)
+        })
+        .await?;
+        let mut table = Table::resolve(conn, &config).await?;
+        let filter = open::filter(&config, &mut table)?;
         if let Some(saved) = &saved {
             saved.check_table(table.id(), &qualified)?;
             saved.check_assignment(config.assignment)?;
@@ -105,10 +112,10 @@ impl Source for FlussSource {
                 .check(&qualified, table.info.get_partition_keys())
                 .map_err(|reason| Error::PartitionFilter { reason })?;
         }
-        let encoder = encoder_for(&config, &table)?;
+        let encoder = open::encoder(&config, &table)?;
         let key_order = runtime_json::check(&config, &table.fields, table.primary_key)?;
         let (partitions, left_out) = if table.info.is_partitioned() {
-            partitions::list_split(&table, config.partitions.as_ref()).await?
+            discovery::list_split(&table, config.partitions.as_ref()).await?
         } else {
             Default::default()
         };
@@ -118,7 +125,7 @@ impl Source for FlussSource {
             .unwrap_or_default();
         let mut all_keys = bucket_keys(&table, config.assignment, partitions.keys().copied());
         let partitioned = table.info.is_partitioned().then_some(partitions.len());
-        let (bound, stop_unsaved) = bounded::open(
+        let (bound, stop_unsaved) = finish::open(
             &table,
             &all_keys,
             &partitions,
@@ -132,18 +139,18 @@ impl Source for FlussSource {
         let mut fresh = Vec::new();
         for key in &all_keys {
             match saved.as_ref().and_then(|s| s.positions.get(key)) {
-                Some(offset) => {
-                    committed.insert(*key, *offset);
-                    starts.push((*key, *offset, "saved state"));
+                Some(position) => {
+                    committed.insert(*key, *position);
+                    starts.push((*key, *position, "saved state"));
                 }
                 None => fresh.push(*key),
             }
         }
         let resolved =
             offsets::starting(&table, &fresh, &partitions, config.starting_offset).await?;
-        for (key, offset) in resolved {
-            committed.insert(key, offset);
-            starts.push((key, offset, "starting_offset"));
+        for (key, position) in resolved {
+            committed.insert(key, position);
+            starts.push((key, position, "starting_offset"));
         }
         starts.sort_by_key(|(k, _, _)| *k);
         let stamper = Stamper::new(table.id(), &qualified, config.headers)?;
@@ -153,8 +160,8 @@ impl Source for FlussSource {
             connect::readers(&config),
         )
         .await?;
-        let telemetry = Telemetry::new(id, &qualified, config.verbose_logging);
-        let summary = summary(&config, &table, partitions.len()) + &bounded::share(&config, &bound);
+        let summary =
+            open::summary(&config, &table, partitions.len()) + &finish::share(&config, &bound);
         telemetry.opened(&summary, &starts);
         if let Some(warning) = key_order {
             telemetry.warn(&warning);
@@ -167,7 +174,7 @@ impl Source for FlussSource {
             telemetry.warn(&warning);
         }
         Ok(Self {
-            schema: batch_schema(&config),
+            schema: open::batch_schema(&config),
             config,
             table,
             scanner: Some(scanner),
@@ -330,14 +337,14 @@ fn set_aside(saved: &Positions, left_out: &HashSet<PartitionId>) -> Positions {
     saved
         .iter()
         .filter(|(key, _)| key.partition.is_some_and(|p| left_out.contains(&p)))
-        .map(|(key, offset)| (*key, *offset))
+        .map(|(key, position)| (*key, *position))
         .collect()
 }
 
 /// `positions` plus the set-aside ones (a bucket read now wins, though none is in both).
 fn with_set_aside(positions: &Positions, set_aside: &Positions) -> Positions {
     let mut all = set_aside.clone();
-    all.extend(positions.iter().map(|(key, offset)| (*key, *offset)));
+    all.extend(positions.iter().map(|(key, position)| (*key, *position)));
     all
 }
 
@@ -346,14 +353,17 @@ fn with_set_aside(positions: &Positions, set_aside: &Positions) -> Positions {
 fn bucket_keys(
     table: &Table,
     assignment: Assignment,
-    partitions: impl IntoIterator<Item = i64>,
+    partitions: impl IntoIterator<Item = PartitionId>,
 ) -> Vec<BucketKey> {
     let mut keys = all_bucket_keys(table, partitions);
     keys.retain(|key| assignment.owns(key));
     keys
 }
 
-fn all_bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> Vec<BucketKey> {
+fn all_bucket_keys(
+    table: &Table,
+    partitions: impl IntoIterator<Item = PartitionId>,
+) -> Vec<BucketKey> {
     let buckets = 0..table.buckets();
     if table.info.is_partitioned() {
         partitions
@@ -370,93 +380,47 @@ fn all_bucket_keys(table: &Table, partitions: impl IntoIterator<Item = i64>) -> 
     }
 }
 
-/// The schema batches declare: Arrow IPC is always raw bytes; JSON says what
-/// `payload_schema` asks for.
-fn batch_schema(config: &Config) -> Schema {
-    match (config.payload_format, config.payload_schema) {
-        (PayloadFormat::ArrowIpc, _) | (PayloadFormat::Json, PayloadSchema::Raw) => Schema::Raw,
-        (PayloadFormat::Json, PayloadSchema::Json) => Schema::Json,
-    }
-}
-
-/// The INFO line's description of what `open` found.
-fn summary(config: &Config, table: &Table, partitions: usize) -> String {
-    format!(
-        "{} table id {} at {}: {} buckets{}, {} columns, payload {}{}",
-        if table.primary_key {
-            "primary-key"
-        } else {
-            "log"
-        },
-        table.id(),
-        config.bootstrap_servers,
-        table.buckets(),
-        if table.info.is_partitioned() {
-            format!(" × {partitions} partitions")
-        } else {
-            String::new()
-        },
-        table.fields.len(),
-        config.payload_format.name(),
-        filter::describe(config, table),
-    )
-}
-
-fn encoder_for(config: &Config, table: &Table) -> Result<Box<dyn Encoder>> {
-    Ok(if config.payload_format == PayloadFormat::ArrowIpc {
-        Box::new(IpcMessages::new(
-            table.primary_key,
-            config.arrow_ipc_compression,
-            config.max_batch_bytes,
-        )?)
-    } else if table.primary_key {
-        Box::new(ChangeMessages::new(
-            &config.database,
-            &config.table,
-            table.fields.clone(),
-            config.json,
-            config.changelog_format,
-        ))
-    } else {
-        Box::new(RowMessages::new(
-            table.fields.clone(),
-            config.json,
-            config.include_metadata,
-        ))
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use fluss::BucketId;
 
-    fn key(partition: Option<i64>, bucket: i32) -> BucketKey {
+    use super::*;
+    use crate::position::Position;
+
+    fn key(partition: Option<PartitionId>, bucket: BucketId) -> BucketKey {
         BucketKey { partition, bucket }
     }
 
     #[test]
     fn positions_of_left_out_partitions_stay_in_every_state() {
         let saved = Positions::from([
-            (key(Some(1), 0), 40),
-            (key(Some(2), 0), 7),
-            (key(Some(2), 1), 9),
-            (key(Some(3), 0), 5),
+            (key(Some(1), 0), Position::At(40)),
+            (key(Some(2), 0), Position::At(7)),
+            (key(Some(2), 1), Position::At(9)),
+            (key(Some(3), 0), Position::At(5)),
         ]);
         // Partition 2 exists but is not selected; 3 is gone (not listed at all).
         let aside = set_aside(&saved, &HashSet::from([2]));
         assert_eq!(
             aside,
-            Positions::from([(key(Some(2), 0), 7), (key(Some(2), 1), 9)])
+            Positions::from([
+                (key(Some(2), 0), Position::At(7)),
+                (key(Some(2), 1), Position::At(9))
+            ])
         );
-        let now = Positions::from([(key(Some(1), 0), 55)]);
+        let now = Positions::from([(key(Some(1), 0), Position::At(55))]);
         assert_eq!(
             with_set_aside(&now, &aside),
             Positions::from([
-                (key(Some(1), 0), 55),
-                (key(Some(2), 0), 7),
-                (key(Some(2), 1), 9)
+                (key(Some(1), 0), Position::At(55)),
+                (key(Some(2), 0), Position::At(7)),
+                (key(Some(2), 1), Position::At(9))
             ])
         );
-        assert!(set_aside(&Positions::from([(key(None, 0), 3)]), &HashSet::from([2])).is_empty());
+        assert!(set_aside(
+            &Positions::from([(key(None, 0), Position::At(3))]),
+            &HashSet::from([2])
+        )
+        .is_empty());
     }
 }

@@ -6,12 +6,12 @@ use fluss::error::FlussError;
 use fluss::rpc::message::OffsetSpec;
 
 use super::{FlussSource, RETRY_PAUSE};
-use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
-use crate::connect::{self, call, CALL_TIMEOUT};
+use crate::client::connect::{self, call, CALL_TIMEOUT};
+use crate::client::offsets::{self, Reset};
+use crate::client::scanner::Scanner;
+use crate::client::table::{self, Table};
 use crate::error::{table_missing, Error, Fault, Result};
-use crate::scan::offsets::{self, Reset};
-use crate::scan::Scanner;
-use crate::table::{self, Table};
+use crate::position::{BucketKey, Position, Positions};
 
 impl FlussSource {
     /// Handles a failed client poll; `positions` are where the batch being built stands.
@@ -90,7 +90,7 @@ impl FlussSource {
     pub(super) async fn reset_out_of_range(&mut self, positions: &mut Positions) -> Result<()> {
         let keys: Vec<BucketKey> = positions
             .iter()
-            .filter(|(_, offset)| !is_snapshot_pending(**offset))
+            .filter(|(_, position)| !position.is_snapshot())
             .map(|(key, _)| *key)
             .collect();
         let earliest = offsets::list(
@@ -111,25 +111,28 @@ impl FlussSource {
             let (Some(&start), Some(&end)) = (earliest.get(key), latest.get(key)) else {
                 continue;
             };
-            match offsets::reset(*position, start, end, self.config.on_offset_out_of_range) {
+            let Position::At(offset) = *position else {
+                continue;
+            };
+            match offsets::reset(offset, start, end, self.config.on_offset_out_of_range) {
                 Reset::Keep => {}
                 Reset::Fail => {
                     return Err(Error::OffsetOutOfRange {
                         table: self.config.qualified_table(),
                         key: *key,
-                        offset: *position,
+                        offset,
                         log_start: start,
                         log_end: end,
                     })
                 }
                 Reset::PastEnd { from, to } => {
                     self.telemetry.past_end(*key, from, to);
-                    *position = to;
+                    *position = Position::At(to);
                 }
                 Reset::Skip { from, to } => {
                     self.telemetry
                         .skipped(*key, from, to, "the log was truncated");
-                    *position = to;
+                    *position = Position::At(to);
                 }
             }
         }

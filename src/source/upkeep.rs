@@ -6,10 +6,10 @@ use std::time::Instant;
 use fluss::rpc::message::OffsetSpec;
 
 use super::{bucket_keys, FlussSource, LIVENESS_INTERVAL, LIVENESS_TIMEOUT};
-use crate::bucket::BucketKey;
+use crate::client::{discovery, offsets};
+use crate::config::options::StartingOffset;
 use crate::error::{Error, Fault, Result};
-use crate::options::StartingOffset;
-use crate::scan::{offsets, partitions};
+use crate::position::BucketKey;
 
 impl FlussSource {
     /// Periodic work between batches: partition discovery, the liveness probe and the
@@ -89,17 +89,17 @@ impl FlussSource {
             self.telemetry.recovered();
             self.scanner = None;
         }
-        let past_end = self
-            .progress
-            .current()
-            .iter()
-            .any(|(key, position)| latest.get(key).is_some_and(|end| position > end));
+        let past_end = self.progress.current().iter().any(|(key, position)| {
+            latest
+                .get(key)
+                .is_some_and(|end| position.offset().is_some_and(|next| next > *end))
+        });
         if past_end {
             let mut positions = self.progress.current().clone();
             match self.reset_out_of_range(&mut positions).await {
                 Ok(()) => {
-                    for (key, offset) in positions {
-                        self.progress.set_committed(key, offset);
+                    for (key, position) in positions {
+                        self.progress.set_committed(key, position);
                     }
                     self.scanner = None;
                 }
@@ -114,8 +114,8 @@ impl FlussSource {
 
     /// Subscribes new partitions from their earliest offset and forgets dropped ones.
     pub(super) async fn discover(&mut self) -> Result<()> {
-        let now = partitions::list(&self.table, self.config.partitions.as_ref()).await?;
-        let mut changes = partitions::diff(self.buckets.partitions(), &now);
+        let now = discovery::list(&self.table, self.config.partitions.as_ref()).await?;
+        let mut changes = discovery::diff(self.buckets.partitions(), &now);
         // A partition is only taken on if this instance reads some bucket of it: it owns one
         // (`instance_index`) and a bounded read's stop point covers it (it never covers
         // partitions created after it was taken).
@@ -161,8 +161,8 @@ impl FlussSource {
                 .add_partition(*partition, name.clone(), &keys)?;
             added.push((*partition, name.clone()));
         }
-        for (key, offset) in &starts {
-            self.progress.set_committed(*key, *offset);
+        for (key, position) in &starts {
+            self.progress.set_committed(*key, *position);
         }
         if let Some(scanner) = self.scanner.as_mut() {
             if let Err(error) = scanner.subscribe(&starts).await {

@@ -1,5 +1,9 @@
 //! The cluster handle: start through `scripts/fluss-cluster.sh`, wait until
 //! Fluss really serves, control single servers, stop by process id.
+//!
+//! Over 500 lines of code: starting, the readiness checks, the control of single servers and
+//! stopping all work on the same handle and its process ids; the replicated cluster's extras
+//! are in [`replicas`].
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -13,6 +17,7 @@ use fluss::metadata::{Schema, TableDescriptor, TablePath};
 use fluss::rpc::message::OffsetSpec;
 use fluss::ServerType;
 
+use crate::runtime::on_own_runtime;
 use crate::tables::{unique_table, TEST_DATABASE};
 
 mod replicas;
@@ -620,32 +625,6 @@ fn parse_users(text: &str) -> Vec<SaslUser> {
 
 fn default_users() -> Vec<SaslUser> {
     parse_users("admin admin-secret\nalice alice-secret")
-}
-
-/// Runs `future` on a fresh current-thread runtime in its own thread, so the
-/// blocking API works both from plain code and from inside a test runtime,
-/// and nothing spawned by fluss-rs outlives the wait.
-fn on_own_runtime<F>(future: F) -> Result<(), String>
-where
-    F: std::future::Future<Output = Result<(), String>> + Send + 'static,
-{
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot build a Tokio runtime: {e}"))?
-            .block_on(future)
-    })
-    .join()
-    .unwrap_or_else(|panic| {
-        Err(format!(
-            "readiness check panicked: {:?}",
-            panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-        ))
-    })
 }
 
 /// Retries `call` until it succeeds or `deadline` passes; the error names

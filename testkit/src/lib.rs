@@ -10,6 +10,8 @@
 //! - [`tables`] creates log, primary-key, partitioned and every-type tables
 //!   with unique names and waits until their buckets have leaders.
 //! - [`write`] appends, upserts and deletes rows; [`read`] scans a log back.
+//! - [`runtime`]: the shared Tokio runtime of a test binary, and [`runtime::on_own_runtime`]
+//!   for blocking waits; [`plugin_path`] finds the built plugin library.
 //! - [`poll_until`] retries a probe until it succeeds or panics with the last
 //!   error, instead of fixed sleeps.
 //!
@@ -21,12 +23,30 @@ mod cluster;
 pub mod iggy;
 mod poll;
 pub mod read;
+pub mod runtime;
 pub mod tables;
 pub mod write;
 
 pub use cluster::{Cluster, ClusterOptions, SaslUser};
 pub use poll::poll_until;
+pub use runtime::rt;
 pub use tables::unique_table;
+
+/// The plugin library built next to the running test binary (`target/<profile>/`).
+pub fn plugin_path() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let lib = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile> directory")
+        .join("libiggy_connector_fluss_source.so");
+    assert!(
+        lib.exists(),
+        "{} is missing; build it with `cargo build -p iggy_connector_fluss_source` (the README test command and scripts/test-runtime.sh do)",
+        lib.display()
+    );
+    lib
+}
 
 /// The fluss-rs crate this testkit is built against, for tests that need
 /// its types without a direct dependency.

@@ -48,7 +48,7 @@ impl Case {
 }
 
 /// `iggy_source_open` in this process: non-zero, one ERROR line for this id, with `expect`.
-fn refused_in_process(case: &Case) {
+pub(crate) fn refused_in_process(case: &Case) {
     let id = RAW_ID.fetch_add(1, Ordering::Relaxed);
     let json = case
         .config

@@ -11,13 +11,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use fluss_source_runner::{logs, Level, LogLine};
-use fluss_testkit::fluss::client::{AppendWriter, FlussConnection, UpsertWriter};
 use fluss_testkit::fluss::metadata::TablePath;
-use fluss_testkit::fluss::row::GenericRow;
+use fluss_testkit::write::continuous::{Pace, Writer, Written};
 use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
-use crate::fixture::{assert_bucket_order, rt, Answer, Received, Stream};
+use crate::fixture::{self, assert_bucket_order, merged, rt, Answer, Received, Stream};
 
 const BATCH_SIZE: usize = 500;
 /// Rows per write round; a round is flushed (acknowledged by all in-sync replicas) before
@@ -32,204 +31,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A plugin config for `table` on `cluster`.
+/// A plugin config for `table` on `cluster`, in batches of [`BATCH_SIZE`].
 pub fn config_on(cluster: &Cluster, table: &str, extra: Value) -> Value {
-    let mut base = json!({
-        "bootstrap_servers": cluster.bootstrap(),
-        "database": tables::TEST_DATABASE,
-        "table": table,
-        "poll_interval": "200ms",
-        "connect_timeout": "20s",
-        // The changelog tests read the changelog; `full` (the default) has tests of its own.
-        "starting_offset": "earliest",
-        "batch_size": BATCH_SIZE,
-    });
-    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
-        b.extend(e);
-    }
-    base
+    fixture::config_on(
+        cluster,
+        table,
+        merged(json!({ "batch_size": BATCH_SIZE }), extra),
+    )
 }
 
-/// What a writer thread wrote: keys whose flush succeeded, and keys of rounds whose flush
-/// failed or timed out (they may or may not be in the table).
-#[derive(Default)]
-struct Written {
-    acked: Vec<String>,
-    /// When each key of `acked` was acknowledged (its round's flush returned).
-    acked_at: Vec<Instant>,
-    unconfirmed: Vec<String>,
-    longest_flush: Duration,
-}
-
-/// A thread writing rounds of rows to one table until stopped.
-struct Writer {
-    written: Arc<Mutex<Written>>,
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-/// The rows of round `seq..seq + ROUND`: log rows keyed by `id`, primary-key rows whose
-/// `name` (`w<seq>`) names the write, on key `seq % KEYS`.
-fn round(primary_key: bool, seq: i64) -> Vec<(String, GenericRow<'static>)> {
-    (seq..seq + ROUND)
-        .map(|n| {
-            if primary_key {
-                let mut row = GenericRow::new(3);
-                row.set_field(0, n % KEYS);
-                row.set_field(1, format!("w{n}"));
-                row.set_field(2, n as f64);
-                (format!("w{n}"), row)
-            } else {
-                (n.to_string(), tables::sample_row(n))
-            }
-        })
-        .collect()
-}
-
-impl Writer {
-    fn start(cluster: Arc<Cluster>, path: TablePath, primary_key: bool) -> Self {
-        let written = Arc::new(Mutex::new(Written::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (written, stop) = (written.clone(), stop.clone());
-            std::thread::spawn(move || {
-                // One runtime per writer session: a fluss-rs 1.0.0 sender whose flush did not
-                // finish can spin in `RecordAccumulator::ready` for good, starving a
-                // current-thread runtime; dropping the runtime ends it (rows it held count as
-                // unconfirmed).
-                let mut seq = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("writer runtime");
-                    seq = runtime.block_on(write_rounds(
-                        cluster.clone(),
-                        path.clone(),
-                        primary_key,
-                        written.clone(),
-                        stop.clone(),
-                        seq,
-                    ));
-                    runtime.shutdown_background();
-                }
-            })
-        };
-        Self {
-            written,
-            stop,
-            thread,
-        }
-    }
-
-    fn acked(&self) -> Vec<String> {
-        lock(&self.written).acked.clone()
-    }
-
-    fn finish(self) -> Written {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().expect("writer thread");
-        Arc::try_unwrap(self.written)
-            .ok()
-            .expect("writer done")
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// One writer of either table kind.
-enum Sink {
-    Append(AppendWriter),
-    Upsert(UpsertWriter),
-}
-
-impl Sink {
-    fn write(&self, row: &GenericRow<'static>) -> bool {
-        match self {
-            Sink::Append(w) => w.append(row).is_ok(),
-            Sink::Upsert(w) => w.upsert(row).is_ok(),
-        }
-    }
-
-    async fn flush(&self) -> Result<(), String> {
-        let flushing = async {
-            match self {
-                Sink::Append(w) => w.flush().await,
-                Sink::Upsert(w) => w.flush().await,
-            }
-        };
-        match tokio::time::timeout(FLUSH_TIMEOUT, flushing).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("no acknowledgement within {FLUSH_TIMEOUT:?}")),
-        }
-    }
-}
-
-async fn write_rounds(
-    cluster: Arc<Cluster>,
-    path: TablePath,
-    primary_key: bool,
-    written: Arc<Mutex<Written>>,
-    stop: Arc<AtomicBool>,
-    mut seq: i64,
-) -> i64 {
-    // A writer whose flush failed or timed out is replaced on a new connection: after a
-    // leader moves, an old fluss-rs writer can stay stuck for minutes. Rows it still holds
-    // may arrive later; they count as unconfirmed.
-    {
-        let conn: FlussConnection = cluster.connection().await;
-        let Ok(table) = conn.get_table(&path).await else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            return seq;
-        };
-        let sink = if primary_key {
-            table
-                .new_upsert()
-                .and_then(|u| u.create_writer())
-                .map(Sink::Upsert)
-        } else {
-            table
-                .new_append()
-                .and_then(|a| a.create_writer())
-                .map(Sink::Append)
-        };
-        let Ok(sink) = sink else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            return seq;
-        };
-        while !stop.load(Ordering::Relaxed) {
-            let rows = round(primary_key, seq);
-            seq += ROUND;
-            let queued = rows.iter().all(|(_, row)| sink.write(row));
-            let started = Instant::now();
-            let flushed = sink.flush().await;
-            let ok = queued && flushed.is_ok();
-            {
-                let mut w = lock(&written);
-                w.longest_flush = w.longest_flush.max(started.elapsed());
-                let keys = rows.into_iter().map(|(k, _)| k);
-                if ok {
-                    let now = Instant::now();
-                    let before = w.acked.len();
-                    w.acked.extend(keys);
-                    let added = w.acked.len() - before;
-                    w.acked_at.extend(std::iter::repeat_n(now, added));
-                } else {
-                    eprintln!(
-                        "failover: a round to {path} is not acknowledged ({flushed:?}); new writer"
-                    );
-                    w.unconfirmed.extend(keys);
-                }
-            }
-            if !ok {
-                return seq;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        seq
-    }
-}
+/// How the writers write: small rounds, flushed, then a short pause.
+const PACE: Pace = Pace {
+    round: ROUND,
+    keys: KEYS,
+    flush_timeout: FLUSH_TIMEOUT,
+    pause: Duration::from_millis(100),
+    label: Some("failover"),
+};
 
 /// A stream read on its own thread, acking every batch; each message's key (the log row's
 /// `id`, the change's `name`) is published as it arrives.
@@ -441,8 +259,8 @@ fn leader_failover_loses_nothing() {
     });
     let mut f = Failover {
         cluster: cluster.clone(),
-        log_writer: Writer::start(cluster.clone(), log_path.clone(), false),
-        pk_writer: Writer::start(cluster.clone(), pk_path.clone(), true),
+        log_writer: Writer::start(cluster.clone(), log_path.clone(), false, PACE),
+        pk_writer: Writer::start(cluster.clone(), pk_path.clone(), true, PACE),
         log_tap: Tap::start(config_on(&cluster, log_path.table(), json!({}))),
         pk_tap: Tap::start(config_on(
             &cluster,

@@ -14,25 +14,8 @@ use fluss_testkit::fluss::rpc::message::OffsetSpec;
 use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
+use crate::failover::config_on;
 use crate::fixture::{assert_bucket_order, ids, rt, Answer, Received, Stream};
-
-/// A plugin config for `table` on `cluster`.
-fn config_on(cluster: &Cluster, table: &str, extra: Value) -> Value {
-    let mut base = json!({
-        "bootstrap_servers": cluster.bootstrap(),
-        "database": tables::TEST_DATABASE,
-        "table": table,
-        "poll_interval": "200ms",
-        "connect_timeout": "20s",
-        // The changelog tests read the changelog; `full` (the default) has tests of its own.
-        "starting_offset": "earliest",
-        "batch_size": 500,
-    });
-    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
-        b.extend(e);
-    }
-    base
-}
 
 /// Log lines of the instance reading `table` (every plugin line carries `db.table]`).
 fn lines_of(table: &str, since: usize) -> Vec<LogLine> {

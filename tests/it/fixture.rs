@@ -2,7 +2,6 @@
 //! the runtime (persisting state only on Ack), and table helpers.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
@@ -11,21 +10,7 @@ use fluss_testkit::Cluster;
 use iggy_connector_sdk::{HeaderKey, HeaderValue, Schema};
 use serde_json::{json, Value};
 
-/// The plugin library built next to this test binary (`target/<profile>/`).
-pub fn plugin_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile> directory");
-    let lib = dir.join("libiggy_connector_fluss_source.so");
-    assert!(
-        lib.exists(),
-        "{} is missing; build it with `cargo build -p iggy_connector_fluss_source` (the README test command does)",
-        lib.display()
-    );
-    lib
-}
+pub use fluss_testkit::{plugin_path, rt};
 
 static HARNESS: LazyLock<Harness> =
     LazyLock::new(|| Harness::load(plugin_path()).expect("load the plugin library"));
@@ -40,29 +25,29 @@ pub fn cluster() -> &'static Cluster {
     Cluster::shared()
 }
 
-/// A Tokio runtime for fluss-rs calls made by the tests themselves.
-pub fn rt() -> &'static tokio::runtime::Runtime {
-    static RT: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-    });
-    &RT
-}
-
 /// A plugin config for `table` in the test database, with `extra` keys merged in.
 pub fn config(table: &str, extra: Value) -> Value {
-    let mut base = json!({
-        "bootstrap_servers": cluster().bootstrap(),
-        "database": fluss_testkit::tables::TEST_DATABASE,
-        "table": table,
-        "poll_interval": "200ms",
-        "connect_timeout": "20s",
-        // The changelog tests read the changelog; `full` (the default) has tests of its own.
-        "starting_offset": "earliest",
-    });
+    config_on(cluster(), table, extra)
+}
+
+/// A plugin config for `table` in the test database of `cluster`, with `extra` keys merged in.
+pub fn config_on(cluster: &Cluster, table: &str, extra: Value) -> Value {
+    merged(
+        json!({
+            "bootstrap_servers": cluster.bootstrap(),
+            "database": fluss_testkit::tables::TEST_DATABASE,
+            "table": table,
+            "poll_interval": "200ms",
+            "connect_timeout": "20s",
+            // The changelog tests read the changelog; `full` (the default) has tests of its own.
+            "starting_offset": "earliest",
+        }),
+        extra,
+    )
+}
+
+/// `base` with the keys of `extra` added or replaced.
+pub fn merged(mut base: Value, extra: Value) -> Value {
     if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
         b.extend(e);
     }

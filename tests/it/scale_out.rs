@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use fluss_source_runner::{logs, Level};
-use iggy_connector_fluss_source::assign::owner;
-use iggy_connector_fluss_source::bucket::BucketKey;
+use iggy_connector_fluss_source::position::BucketKey;
+use iggy_connector_fluss_source::scope::share::owner;
 use serde_json::{json, Value};
 
 use crate::bad_input::{refused, Case};

@@ -21,33 +21,7 @@ pub const STREAM: &str = "fluss";
 
 static DIR_SEQ: AtomicUsize = AtomicUsize::new(0);
 
-/// The plugin library built next to this test binary (`target/<profile>/`).
-pub fn plugin_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let lib = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile> directory")
-        .join("libiggy_connector_fluss_source.so");
-    assert!(
-        lib.exists(),
-        "{} is missing; build it with `cargo build -p iggy_connector_fluss_source` (scripts/test-runtime.sh does)",
-        lib.display()
-    );
-    lib
-}
-
-/// A Tokio runtime for the tests' own fluss-rs calls.
-pub fn rt() -> &'static tokio::runtime::Runtime {
-    static RT: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-    });
-    &RT
-}
+pub use fluss_testkit::{plugin_path, rt};
 
 /// A test's own `iggy-server` and directory. The directory is removed when the test passes
 /// and kept (its path printed) when it fails or `RUNTIME_TESTS_KEEP` is set, with the
@@ -158,13 +132,18 @@ pub fn offset(m: &Message) -> i64 {
         .expect("fluss_offset is an int64 header")
 }
 
-/// Checks each message id against the layout of src/message.rs, recomputed from its headers.
+/// Checks each message id against the layout of src/encode/stamp.rs, recomputed from its headers.
 pub fn assert_ids(messages: &[Message], table_id: i64) {
     for m in messages {
         assert_eq!(
             m.id,
-            iggy_connector_fluss_source::message::message_id(table_id, None, bucket(m), offset(m)),
-            "message id of bucket {} offset {} (Iggy offset {}) does not follow src/message.rs",
+            iggy_connector_fluss_source::encode::stamp::message_id(
+                table_id,
+                None,
+                bucket(m),
+                offset(m)
+            ),
+            "message id of bucket {} offset {} (Iggy offset {}) does not follow src/encode/stamp.rs",
             bucket(m),
             offset(m),
             m.offset

@@ -16,6 +16,7 @@ use fluss::metadata::{TableBucket, TablePath};
 use fluss::{BucketId, PartitionId, TableId};
 
 use super::{connect, Cluster, CALL_TIMEOUT, READY_TIMEOUT, RETRY_INTERVAL};
+use crate::runtime::on_own_runtime;
 
 /// One bucket as the coordinator's log names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,7 +48,7 @@ impl Cluster {
         let owned = path.clone();
         // Metadata requests go to any server the client knows, which may be the one just
         // killed: retry on a fresh connection until one answers.
-        block_on(async move {
+        on_own_runtime(async move {
             let deadline = Instant::now() + READY_TIMEOUT;
             super::retry("leader lookup", deadline, || async {
                 let connection = FlussConnection::new(config.clone())
@@ -239,7 +240,7 @@ impl Cluster {
     fn table_ids(&self, tables: &[&TablePath]) -> Vec<TableId> {
         let config = self.config();
         let paths: Vec<TablePath> = tables.iter().map(|p| (*p).clone()).collect();
-        block_on(async move {
+        on_own_runtime(async move {
             let deadline = Instant::now() + READY_TIMEOUT;
             let connection = connect(&config, deadline).await?;
             let admin = connection
@@ -373,24 +374,6 @@ pub(crate) fn rss_kib(pid: &str) -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
-}
-
-/// Runs `future` on a fresh current-thread runtime in its own thread (callable from inside a
-/// test's runtime), like the readiness checks.
-fn block_on<T, F>(future: F) -> Result<T, String>
-where
-    T: Send + 'static,
-    F: std::future::Future<Output = Result<T, String>> + Send + 'static,
-{
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot build a Tokio runtime: {e}"))?
-            .block_on(future)
-    })
-    .join()
-    .unwrap_or_else(|_| Err("the lookup thread panicked".to_string()))
 }
 
 #[cfg(test)]

@@ -1,21 +1,22 @@
 //! The source's part in scale-out, bounded reads and partition pruning: the stop point at
 //! open, buckets leaving the scanner once done, and the polls after a bounded read finished.
-//! The rules themselves are pure, in [`crate::bound`], [`crate::assign`] and [`crate::prune`].
+//! The rules themselves are pure, in [`crate::scope`].
 
 use std::time::Duration;
 
 use iggy_connector_sdk::ProducedMessages;
 
 use super::FlussSource;
-use crate::bound::{self, Bound, Plan, Stop, StoppingOffset};
-use crate::bucket::{BucketKey, Positions};
+use crate::client::discovery::PartitionNames;
+use crate::client::offsets;
+use crate::client::table::Table;
+use crate::config::options::StartingOffset;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::options::StartingOffset;
-use crate::scan::offsets;
-use crate::scan::partitions::PartitionNames;
-use crate::state::{SavedState, Tally};
-use crate::table::Table;
+use crate::position::progress::Tally;
+use crate::position::{BucketKey, Positions};
+use crate::scope::stop::{self, Bound, Plan, Stop, StoppingOffset};
+use crate::state::SavedState;
 
 /// The stop point in force at open, and whether it was taken now (no state holds it yet).
 /// A new stop point covers `keys`, the buckets this instance reads at this moment.
@@ -26,7 +27,7 @@ pub(super) async fn open(
     configured: Option<StoppingOffset>,
     saved: Option<&SavedState>,
 ) -> Result<(Bound, bool)> {
-    let plan = bound::plan(configured, saved.and_then(|s| s.stop.as_ref())).map_err(|m| {
+    let plan = stop::plan(configured, saved.and_then(|s| s.stop.as_ref())).map_err(|m| {
         Error::StateStop {
             saved: m.saved,
             configured: m.configured,
@@ -41,7 +42,7 @@ pub(super) async fn open(
                 StoppingOffset::Latest => StartingOffset::Latest,
                 StoppingOffset::Timestamp(ms) => StartingOffset::Timestamp(ms),
             };
-            let offsets = offsets::starting(table, keys, partitions, spec).await?;
+            let offsets = offsets::resolve(table, keys, partitions, spec).await?;
             (Bound::new(Stop { at, offsets }), true)
         }
     })

@@ -24,7 +24,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_buffer::NullBuffer;
 use fluss::metadata::{DataField, DataType};
 
-use crate::options::JsonOptions;
+use crate::config::options::JsonOptions;
 
 /// A column the encoder cannot handle; raised while building a [`RowEncoder`], never per row.
 #[derive(Clone, Debug, PartialEq, Eq)]

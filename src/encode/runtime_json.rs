@@ -16,8 +16,8 @@
 
 use fluss::metadata::{DataField, DataType};
 
+use crate::config::options::{ChangelogFormat, DecimalFormat, PayloadFormat, PayloadSchema};
 use crate::config::{Config, ConfigError};
-use crate::options::{ChangelogFormat, DecimalFormat, PayloadFormat, PayloadSchema};
 
 /// Widest object whose key order survives: halfbrown's `VEC_LIMIT_UPPER` (simd-json 0.17.3
 /// builds `halfbrown::HashMap`, whose vector form holds at most 32 entries).

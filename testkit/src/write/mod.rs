@@ -1,6 +1,10 @@
 //! Writing test data with fluss-rs: append to log tables, upsert and delete
 //! on primary-key tables. Every helper flushes before it returns, so the
 //! rows are acknowledged by the server (acks = all).
+//!
+//! - [`continuous`]: a writer that writes rounds without pause until stopped.
+
+pub mod continuous;
 
 use std::time::Duration;
 

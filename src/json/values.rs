@@ -360,7 +360,7 @@ mod tests {
 
     use super::super::test_support::{column_values, column_values_with};
     use super::super::write_json_string;
-    use crate::options::{DecimalFormat, JsonOptions, TemporalFormat};
+    use crate::config::options::{DecimalFormat, JsonOptions, TemporalFormat};
 
     #[test]
     fn boolean_is_a_json_literal() {

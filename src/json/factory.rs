@@ -8,7 +8,7 @@ use super::{
     nested, temporal, values, EncodeError, FieldsEncoder, JsonOptions, NullableEncoder,
     ValueEncoder,
 };
-use crate::options::{DecimalFormat, TemporalFormat};
+use crate::config::options::{DecimalFormat, TemporalFormat};
 
 /// The one place that matches Fluss types against Arrow arrays and picks an encoder.
 pub(super) fn make_encoder<'a>(

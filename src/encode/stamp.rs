@@ -30,6 +30,9 @@
 //! one taken again after writes gets new ids, so a consumer that drops repeated ids never
 //! drops a row it has not seen. Two snapshots of a bucket share ids only if their offsets
 //! differ by a multiple of 2^24.
+//!
+//! Over 500 lines because the tests of the id layout and of every header (about 180 lines)
+//! sit next to it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,9 +41,9 @@ use fluss::record::ChangeType;
 use fluss::{BucketId, PartitionId, TableId};
 use iggy_connector_sdk::{HeaderKey, HeaderValue, ProducedMessage};
 
-use crate::bucket::BucketKey;
+use crate::config::options::{Choice, Header, HeaderSet};
 use crate::error::{Error, Result};
-use crate::options::{Choice, Header, HeaderSet};
+use crate::position::{BucketKey, Offset};
 
 fn fold(value: u64, bits: u32) -> u128 {
     let mask = (1u64 << bits) - 1;
@@ -58,7 +61,7 @@ pub fn message_id(
     table: TableId,
     partition: Option<PartitionId>,
     bucket: BucketId,
-    offset: i64,
+    offset: Offset,
 ) -> u128 {
     (1u128 << 126) | bucket_bits(table, partition, bucket) | fold(offset as u64, 56)
 }
@@ -69,7 +72,7 @@ pub fn snapshot_id(
     table: TableId,
     partition: Option<PartitionId>,
     bucket: BucketId,
-    continue_at: i64,
+    continue_at: Offset,
     index: i64,
 ) -> u128 {
     (2u128 << 126)
@@ -240,7 +243,7 @@ impl Stamper {
 pub struct BucketStamp {
     table_id: TableId,
     /// For a snapshot's rows: the offset the snapshot was taken at (see [`Self::snapshot`]).
-    snapshot: Option<i64>,
+    snapshot: Option<Offset>,
     key: BucketKey,
     partition_name: Option<String>,
     keys: Arc<StampKeys>,
@@ -263,7 +266,7 @@ impl BucketStamp {
     /// The stamp of the rows of a snapshot taken at `continue_at`. Encoders hand it records
     /// whose offset is their index in the snapshot: the message id is [`snapshot_id`], and
     /// the `fluss_offset` header (and every offset an encoder writes) is `continue_at`.
-    pub fn snapshot(&self, continue_at: i64) -> Self {
+    pub fn snapshot(&self, continue_at: Offset) -> Self {
         Self {
             snapshot: Some(continue_at),
             ..self.clone()
@@ -271,20 +274,20 @@ impl BucketStamp {
     }
 
     /// The offset a snapshot was taken at, for a snapshot's stamp.
-    pub fn snapshot_offset(&self) -> Option<i64> {
+    pub fn snapshot_offset(&self) -> Option<Offset> {
         self.snapshot
     }
 
     /// The log offset to show for a record stamped here: its own, or for a snapshot row the
     /// offset the snapshot was taken at.
-    pub fn offset_of(&self, offset: i64) -> i64 {
+    pub fn offset_of(&self, offset: Offset) -> Offset {
         self.snapshot.unwrap_or(offset)
     }
 
     /// The message of one row or change whose (first) record is at `offset`.
     pub fn row(
         &self,
-        offset: i64,
+        offset: Offset,
         timestamp: i64,
         change: Option<ChangeType>,
         payload: Vec<u8>,
@@ -297,7 +300,7 @@ impl BucketStamp {
     /// The Arrow IPC message holding `rows` rows starting at `first_offset`.
     pub fn ipc(
         &self,
-        first_offset: i64,
+        first_offset: Offset,
         timestamp: i64,
         rows: usize,
         payload: Vec<u8>,
@@ -313,7 +316,7 @@ impl BucketStamp {
 
     fn message(
         &self,
-        offset: i64,
+        offset: Offset,
         headers: Option<HeaderMap>,
         payload: Vec<u8>,
     ) -> ProducedMessage {
@@ -337,7 +340,7 @@ impl BucketStamp {
     fn stamped(
         &self,
         template: &HeaderMap,
-        offset: i64,
+        offset: Offset,
         timestamp: i64,
         rows: Option<usize>,
     ) -> Option<HeaderMap> {

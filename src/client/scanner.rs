@@ -16,24 +16,20 @@
 //! range as errors instead of swallowing them like the Arrow batch scanner does. Its records
 //! still point into the fetched Arrow batches, which the encoders read column by column.
 
-pub mod offsets;
-pub mod partitions;
-pub mod snapshot;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use fluss::client::{LogScanner, TableScan};
 use fluss::record::ScanRecords;
-use fluss::PartitionId;
+use fluss::{BucketId, PartitionId};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
-use crate::connect::{call, CALL_TIMEOUT};
+use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::client::table::Table;
 use crate::error::{Error, Result};
-use crate::table::Table;
+use crate::position::{BucketKey, Offset, Positions};
 
 /// Extra time a poll may take beyond its own timeout before it counts as hung: a poll also
 /// sends the next fetch round and may refresh metadata, which have no timeout in fluss-rs.
@@ -191,17 +187,20 @@ async fn subscribe(scanner: &LogScanner, positions: &Positions) -> Result<()> {
     if positions.is_empty() {
         return Ok(());
     }
-    let mut plain: HashMap<i32, i64> = HashMap::new();
-    let mut partitioned: HashMap<(PartitionId, i32), i64> = HashMap::new();
+    let mut plain: HashMap<BucketId, Offset> = HashMap::new();
+    let mut partitioned: HashMap<(PartitionId, BucketId), Offset> = HashMap::new();
     // A bucket in its snapshot phase is read from its changelog only once its snapshot is
     // taken (at the offset the snapshot gives).
-    for (key, offset) in positions.iter().filter(|(_, o)| !is_snapshot_pending(**o)) {
+    for (key, offset) in positions
+        .iter()
+        .filter_map(|(key, position)| Some((key, position.offset()?)))
+    {
         match key.partition {
             None => {
-                plain.insert(key.bucket, *offset);
+                plain.insert(key.bucket, offset);
             }
             Some(p) => {
-                partitioned.insert((p, key.bucket), *offset);
+                partitioned.insert((p, key.bucket), offset);
             }
         }
     }
@@ -222,19 +221,23 @@ async fn subscribe(scanner: &LogScanner, positions: &Positions) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::position::Position;
 
     #[test]
     fn shares_split_the_buckets_without_overlap_or_loss() {
         let mut positions = Positions::new();
         for bucket in 0..5 {
-            positions.insert(BucketKey::bucket(bucket), i64::from(bucket) * 10);
+            positions.insert(
+                BucketKey::bucket(bucket),
+                Position::At(i64::from(bucket) * 10),
+            );
             for partition in [3, 4] {
                 positions.insert(
                     BucketKey {
                         partition: Some(partition),
                         bucket,
                     },
-                    7,
+                    Position::At(7),
                 );
             }
         }

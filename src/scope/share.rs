@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bucket::BucketKey;
+use crate::position::BucketKey;
 
 /// This instance's share of the table: it reads the buckets whose owner is `index` among
 /// `count` instances. Persisted in the state (positionally: `[index, count]`), so a restart

@@ -6,13 +6,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use fluss::rpc::message::OffsetSpec;
-use fluss::PartitionId;
+use fluss::{BucketId, PartitionId};
 
-use crate::bucket::{BucketKey, Positions, SNAPSHOT_PENDING};
-use crate::connect::{call, CALL_TIMEOUT};
+use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::client::table::Table;
+use crate::config::options::{OutOfRangePolicy, StartingOffset};
 use crate::error::Result;
-use crate::options::{OutOfRangePolicy, StartingOffset};
-use crate::table::Table;
+use crate::position::{at, BucketKey, Offset, Offsets, Position, Positions};
 
 /// Asks the server for `spec` in every bucket of `keys`, one request per partition.
 pub async fn list(
@@ -20,15 +20,15 @@ pub async fn list(
     keys: &[BucketKey],
     partition_names: &HashMap<PartitionId, String>,
     spec: OffsetSpec,
-) -> Result<Positions> {
-    let mut by_partition: BTreeMap<Option<PartitionId>, Vec<i32>> = BTreeMap::new();
+) -> Result<Offsets> {
+    let mut by_partition: BTreeMap<Option<PartitionId>, Vec<BucketId>> = BTreeMap::new();
     for key in keys {
         by_partition
             .entry(key.partition)
             .or_default()
             .push(key.bucket);
     }
-    let mut positions = Positions::new();
+    let mut positions = Offsets::new();
     for (partition, buckets) in by_partition {
         let offsets = match partition {
             None => {
@@ -63,22 +63,34 @@ pub async fn list(
 }
 
 /// Where buckets without saved state begin, per `starting_offset`. With `full`, a bucket of a
-/// primary-key table begins with its snapshot ([`SNAPSHOT_PENDING`]), and one of a log table
-/// at its earliest offset.
+/// primary-key table begins with its snapshot ([`Position::SNAPSHOT`]), and one of a log
+/// table at its earliest offset.
 pub async fn starting(
     table: &Table,
     keys: &[BucketKey],
     partition_names: &HashMap<PartitionId, String>,
     start: StartingOffset,
 ) -> Result<Positions> {
+    match start {
+        StartingOffset::Full if table.primary_key => {
+            Ok(keys.iter().map(|k| (*k, Position::SNAPSHOT)).collect())
+        }
+        start => Ok(at(resolve(table, keys, partition_names, start).await?)),
+    }
+}
+
+/// The log offset of every bucket of `keys` that `start` names (`full` names the earliest).
+pub async fn resolve(
+    table: &Table,
+    keys: &[BucketKey],
+    partition_names: &HashMap<PartitionId, String>,
+    start: StartingOffset,
+) -> Result<Offsets> {
     if keys.is_empty() {
-        return Ok(Positions::new());
+        return Ok(Offsets::new());
     }
     match start {
         StartingOffset::Offset(offset) => Ok(keys.iter().map(|k| (*k, offset)).collect()),
-        StartingOffset::Full if table.primary_key => {
-            Ok(keys.iter().map(|k| (*k, SNAPSHOT_PENDING)).collect())
-        }
         StartingOffset::Full | StartingOffset::Earliest => {
             list(table, keys, partition_names, OffsetSpec::Earliest).await
         }
@@ -106,17 +118,17 @@ pub enum Reset {
     /// The position is inside the log: nothing to do.
     Keep,
     /// The log was truncated past the position: continue at `to`, skipping `from..to`.
-    Skip { from: i64, to: i64 },
+    Skip { from: Offset, to: Offset },
     /// The position is past the log end (the server lost its tail, or the state is from the
     /// future): every row below the new end was delivered already, and new rows will reuse
     /// the lost offsets, so every policy continues at the end, skipping nothing.
-    PastEnd { from: i64, to: i64 },
+    PastEnd { from: Offset, to: Offset },
     /// `on_offset_out_of_range = "fail"`: stop.
     Fail,
 }
 
 /// The decision for a bucket at `position` whose log holds `start..=end`.
-pub fn reset(position: i64, start: i64, end: i64, policy: OutOfRangePolicy) -> Reset {
+pub fn reset(position: Offset, start: Offset, end: Offset, policy: OutOfRangePolicy) -> Reset {
     if (start..=end).contains(&position) {
         return Reset::Keep;
     }

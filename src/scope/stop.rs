@@ -15,7 +15,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bucket::{BucketKey, Positions};
+use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
 
 /// `stopping_offset`: where a bounded read ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ pub struct Stop {
     /// The `stopping_offset` it was taken for.
     pub at: StoppingOffset,
     /// The first offset not read, per bucket.
-    pub offsets: Positions,
+    pub offsets: Offsets,
 }
 
 /// What `open` does about the stop point.
@@ -109,21 +109,25 @@ impl Bound {
     }
 
     /// The first offset of `key` not read, `None` when unbounded.
-    pub fn limit(&self, key: &BucketKey) -> Option<i64> {
+    pub fn limit(&self, key: &BucketKey) -> Option<Offset> {
         self.stop.as_ref().and_then(|s| s.offsets.get(key).copied())
     }
 
-    /// Whether `key` at `next_offset` has nothing more to read.
-    pub fn is_done(&self, key: &BucketKey, next_offset: i64) -> bool {
-        self.stop.is_some() && self.limit(key).is_none_or(|stop| next_offset >= stop)
+    /// Whether `key` at `position` has nothing more to read (a bucket in its snapshot phase
+    /// is done only when it is outside the stop point).
+    pub fn is_done(&self, key: &BucketKey, position: Position) -> bool {
+        self.stop.is_some()
+            && self
+                .limit(key)
+                .is_none_or(|stop| position.offset().is_some_and(|next| next >= stop))
     }
 
     /// Drops the records (in offset order) at or past `key`'s stop offset.
-    pub fn trim<T>(&self, key: &BucketKey, records: &mut Vec<T>, offset: impl Fn(&T) -> i64) {
+    pub fn trim<T>(&self, key: &BucketKey, records: &mut Vec<T>, offset: impl Fn(&T) -> Offset) {
         if self.stop.is_none() {
             return;
         }
-        let stop = self.limit(key).unwrap_or(i64::MIN);
+        let stop = self.limit(key).unwrap_or(Offset::MIN);
         let keep = records.partition_point(|r| offset(r) < stop);
         records.truncate(keep);
     }
@@ -141,9 +145,11 @@ impl Bound {
     /// reached its stop offset (a bucket without a position was dropped with its partition).
     pub fn finished(&self, positions: &Positions) -> bool {
         self.stop.as_ref().is_some_and(|stop| {
-            stop.offsets
-                .iter()
-                .all(|(key, end)| positions.get(key).is_none_or(|next| next >= end))
+            stop.offsets.iter().all(|(key, end)| {
+                positions
+                    .get(key)
+                    .is_none_or(|next| next.offset().is_some_and(|next| next >= *end))
+            })
         })
     }
 
@@ -158,6 +164,7 @@ impl Bound {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::position::at;
 
     const B0: BucketKey = key(0);
     const B1: BucketKey = key(1);
@@ -181,12 +188,12 @@ mod tests {
     fn unbounded_reads_everything_and_never_finishes() {
         let b = Bound::unbounded();
         assert!(b.reads(&B0));
-        assert!(!b.is_done(&B0, i64::MAX));
+        assert!(!b.is_done(&B0, Position::At(i64::MAX)));
         let mut records = vec![1, 2, 3];
         b.trim(&B0, &mut records, |r| *r);
         assert_eq!(records, [1, 2, 3]);
         assert!(!b.finished(&Positions::new()));
-        let positions: Positions = [(B0, 5)].into_iter().collect();
+        let positions: Positions = at([(B0, 5)].into_iter().collect());
         assert_eq!(b.unfinished(&positions), positions);
     }
 
@@ -208,14 +215,17 @@ mod tests {
     fn a_read_finishes_when_every_bucket_reaches_its_stop() {
         let b = bound(&[(B0, 10), (B1, 0), (B2, 4)]);
         assert!(!b.reads(&BucketKey::bucket(3)), "created after the stop");
-        let mut positions: Positions = [(B0, 3), (B1, 0), (B2, 4)].into_iter().collect();
-        assert!(b.is_done(&B1, 0), "an empty bucket is done at once");
+        let mut positions: Positions = at([(B0, 3), (B1, 0), (B2, 4)].into_iter().collect());
+        assert!(
+            b.is_done(&B1, Position::At(0)),
+            "an empty bucket is done at once"
+        );
         assert_eq!(
             b.unfinished(&positions),
-            [(B0, 3)].into_iter().collect::<Positions>()
+            at([(B0, 3)].into_iter().collect())
         );
         assert!(!b.finished(&positions));
-        positions.insert(B0, 10);
+        positions.insert(B0, Position::At(10));
         assert!(b.finished(&positions));
         assert!(b.unfinished(&positions).is_empty());
     }
@@ -223,7 +233,7 @@ mod tests {
     #[test]
     fn a_dropped_bucket_does_not_hold_the_read_open() {
         let mut b = bound(&[(B0, 10), (B1, 5)]);
-        let positions: Positions = [(B0, 10), (B1, 2)].into_iter().collect();
+        let positions: Positions = at([(B0, 10), (B1, 2)].into_iter().collect());
         assert!(!b.finished(&positions));
         b.forget(&B1);
         assert!(b.finished(&positions));

@@ -244,7 +244,7 @@ mod tests {
 
     use super::super::test_support::{column_values, column_values_with};
     use super::civil_from_days;
-    use crate::options::{DecimalFormat, JsonOptions, TemporalFormat};
+    use crate::config::options::{DecimalFormat, JsonOptions, TemporalFormat};
 
     const EPOCH: JsonOptions = JsonOptions {
         temporal: TemporalFormat::Epoch,

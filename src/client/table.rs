@@ -6,11 +6,12 @@ use std::sync::Arc;
 use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::error::FlussError;
 use fluss::metadata::{DataField, TableInfo, TablePath};
+use fluss::{BucketId, TableId};
 
+use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::config::options::TableType;
 use crate::config::Config;
-use crate::connect::{call, CALL_TIMEOUT};
 use crate::error::{Error, Fault, Result};
-use crate::options::TableType;
 
 /// The resolved table and what the source reads of it.
 pub struct Table {
@@ -92,12 +93,12 @@ impl Table {
     }
 
     /// The table id, which keys state and message ids.
-    pub fn id(&self) -> fluss::TableId {
+    pub fn id(&self) -> TableId {
         self.info.get_table_id()
     }
 
     /// Number of buckets per table (or per partition).
-    pub fn buckets(&self) -> i32 {
+    pub fn buckets(&self) -> BucketId {
         self.info.get_num_buckets()
     }
 }

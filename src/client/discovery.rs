@@ -6,10 +6,10 @@ use std::collections::{HashMap, HashSet};
 
 use fluss::PartitionId;
 
-use crate::connect::{call, CALL_TIMEOUT};
+use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::client::table::Table;
 use crate::error::Result;
-use crate::prune::PartitionFilter;
-use crate::table::Table;
+use crate::scope::prune::PartitionFilter;
 
 /// Partition id → partition name (values joined by `$`, as Fluss names them).
 pub type PartitionNames = HashMap<PartitionId, String>;

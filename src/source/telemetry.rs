@@ -5,9 +5,16 @@
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
-use crate::bucket::{is_snapshot_pending, BucketKey, Positions};
-use crate::scan::snapshot::Report;
-use crate::state::Tally;
+use fluss::PartitionId;
+
+use crate::position::progress::Tally;
+use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
+use crate::source::queue::snapshot_rows::Report;
+
+/// The target of every line: the module path this file had before the source's files moved
+/// into folders, which the runtime prints with each line (`connector_target=…`) and a
+/// `RUST_LOG` filter may name, so moving the file changes neither.
+const TARGET: &str = "iggy_connector_fluss_source::telemetry";
 
 /// How often a progress line is written.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
@@ -48,16 +55,12 @@ impl Telemetry {
     }
 
     /// The one INFO line at open.
-    pub fn opened(&self, summary: &str, starts: &[(BucketKey, i64, &'static str)]) {
+    pub fn opened(&self, summary: &str, starts: &[(BucketKey, Position, &'static str)]) {
         let starts: Vec<String> = starts
             .iter()
-            .map(|(key, offset, why)| match is_snapshot_pending(*offset) {
-                true => format!("{key}@snapshot ({why})"),
-                false => format!("{key}@{offset} ({why})"),
-            })
+            .map(|(key, position, why)| format!("{key}@{position} ({why})"))
             .collect();
-        tracing::info!(
-            "{}: opened {summary}; starting at {}",
+        tracing::info!(target: TARGET, "{}: opened {summary}; starting at {}",
             self.prefix,
             if starts.is_empty() {
                 "no buckets yet".to_owned()
@@ -69,9 +72,16 @@ impl Telemetry {
 
     /// A setting that works but not as the user likely meant, found at open: JSON payloads
     /// whose key order the runtime will not keep (see [`crate::runtime_json`]), more
-    /// instances than buckets (see [`crate::assign::Assignment::oversized`]).
+    /// instances than buckets (see [`crate::scope::share::Assignment::oversized`]).
     pub fn warn(&self, warning: &str) {
-        tracing::warn!("{}: {warning}", self.prefix);
+        tracing::warn!(target: TARGET, "{}: {warning}", self.prefix);
+    }
+
+    /// A connection attempt at open failed and is tried again (until `connect_timeout`).
+    pub fn unreachable_yet(&self, bootstrap: &str, error: &dyn Display) {
+        tracing::warn!(target: TARGET, "{}: cannot reach Fluss at {bootstrap} yet ({error}); retrying",
+            self.prefix
+        );
     }
 
     /// One line per batch handed over, at DEBUG (INFO with `verbose_logging`).
@@ -79,14 +89,12 @@ impl Telemetry {
     /// every row it holds.
     pub fn batch(&self, messages: usize, rows: usize, bytes: usize, encode: Duration) {
         if self.verbose {
-            tracing::info!(
-                "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
+            tracing::info!(target: TARGET, "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
                 self.prefix,
                 encode.as_micros()
             );
         } else {
-            tracing::debug!(
-                "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
+            tracing::debug!(target: TARGET, "{}: batch handed over messages={messages} rows={rows} bytes={bytes} encode_us={}",
                 self.prefix,
                 encode.as_micros()
             );
@@ -106,12 +114,12 @@ impl Telemetry {
     }
 
     /// The periodic progress line: throughput and lag (high watermark − next offset) per bucket.
-    pub fn progress(&mut self, positions: &Positions, high_watermarks: &Positions) {
+    pub fn progress(&mut self, positions: &Positions, high_watermarks: &Offsets) {
         let elapsed = self.last_progress.elapsed().as_secs_f64().max(0.001);
         let rate = self.rows_since_progress as f64 / elapsed;
         let lags: Vec<String> = positions
             .iter()
-            .filter(|(_, next)| !is_snapshot_pending(**next))
+            .filter_map(|(key, position)| Some((key, position.offset()?)))
             .map(|(key, next)| {
                 let lag = high_watermarks
                     .get(key)
@@ -119,8 +127,7 @@ impl Telemetry {
                 format!("{key}: {lag}")
             })
             .collect();
-        tracing::info!(
-            "{}: progress acknowledged rows_total={} messages_total={} rows_per_s={rate:.0} lag=[{}]",
+        tracing::info!(target: TARGET, "{}: progress acknowledged rows_total={} messages_total={} rows_per_s={rate:.0} lag=[{}]",
             self.prefix,
             self.rows_total,
             self.messages_total,
@@ -144,9 +151,9 @@ impl Telemetry {
     fn streak(&mut self, level: tracing::Level, text: &str) {
         let line = |text: String| {
             if level == tracing::Level::ERROR {
-                tracing::error!("{text}");
+                tracing::error!(target: TARGET, "{text}");
             } else {
-                tracing::warn!("{text}");
+                tracing::warn!(target: TARGET, "{text}");
             }
         };
         let now = Instant::now();
@@ -184,8 +191,7 @@ impl Telemetry {
     /// Data flows again after a fault.
     pub fn recovered(&mut self) {
         if let Some(streak) = self.fault.take() {
-            tracing::info!(
-                "{}: reading again after {}s ({} {})",
+            tracing::info!(target: TARGET, "{}: reading again after {}s ({} {})",
                 self.prefix,
                 streak.since.elapsed().as_secs(),
                 streak.count,
@@ -199,31 +205,28 @@ impl Telemetry {
     }
 
     /// Rows skipped because the log no longer holds them (or a saved offset is past its end).
-    pub fn skipped(&self, key: BucketKey, from: i64, to: i64, reason: &str) {
-        tracing::error!(
-            "{}: {key}: offsets {from}..{to} are not on the server ({reason}); continuing at {to}, {} rows skipped",
+    pub fn skipped(&self, key: BucketKey, from: Offset, to: Offset, reason: &str) {
+        tracing::error!(target: TARGET, "{}: {key}: offsets {from}..{to} are not on the server ({reason}); continuing at {to}, {} rows skipped",
             self.prefix,
             (to - from).max(0)
         );
     }
 
     /// A position past the end of the log: the server lost offsets that were delivered.
-    pub fn past_end(&self, key: BucketKey, position: i64, end: i64) {
-        tracing::error!(
-            "{}: {key}: offset {position} is past the end of the log ({end}); the server lost offsets {end}..{position}, which were delivered before; continuing at {end}",
+    pub fn past_end(&self, key: BucketKey, position: Offset, end: Offset) {
+        tracing::error!(target: TARGET, "{}: {key}: offset {position} is past the end of the log ({end}); the server lost offsets {end}..{position}, which were delivered before; continuing at {end}",
             self.prefix
         );
     }
 
     /// A bucket's snapshot is being taken.
     pub fn snapshot_started(&self, key: BucketKey) {
-        tracing::info!("{}: {key}: snapshot starts", self.prefix);
+        tracing::info!(target: TARGET, "{}: {key}: snapshot starts", self.prefix);
     }
 
     /// A bucket's snapshot was handed over whole.
     pub fn snapshot_finished(&self, report: &Report) {
-        tracing::info!(
-            "{}: {}: snapshot handed over: rows={} bytes={} seconds={:.3}; the changelog continues at offset {} ({})",
+        tracing::info!(target: TARGET, "{}: {}: snapshot handed over: rows={} bytes={} seconds={:.3}; the changelog continues at offset {} ({})",
             self.prefix,
             report.key,
             report.rows,
@@ -239,37 +242,33 @@ impl Telemetry {
     }
 
     /// A bucket too large for its snapshot: read from its changelog instead.
-    pub fn snapshot_skipped(&self, key: BucketKey, cap: usize, earliest: i64) {
-        tracing::error!(
-            "{}: {key}: holds more than snapshot_max_bucket_rows = {cap} rows, so its snapshot is skipped and it is read from its changelog at its earliest offset {earliest}: rows whose last change is older than that offset are missing; raise `snapshot_max_bucket_rows` (memory ≈ rows × row size) to take its snapshot",
+    pub fn snapshot_skipped(&self, key: BucketKey, cap: usize, earliest: Offset) {
+        tracing::error!(target: TARGET, "{}: {key}: holds more than snapshot_max_bucket_rows = {cap} rows, so its snapshot is skipped and it is read from its changelog at its earliest offset {earliest}: rows whose last change is older than that offset are missing; raise `snapshot_max_bucket_rows` (memory ≈ rows × row size) to take its snapshot",
             self.prefix
         );
     }
 
     /// Partition changes.
-    pub fn partitions(&self, added: &[(i64, String)], dropped: &[(i64, String)]) {
+    pub fn partitions(&self, added: &[(PartitionId, String)], dropped: &[(PartitionId, String)]) {
         for (id, name) in added {
-            tracing::info!(
-                "{}: new partition {name} (id {id}), reading from its earliest offset",
+            tracing::info!(target: TARGET, "{}: new partition {name} (id {id}), reading from its earliest offset",
                 self.prefix
             );
         }
         for (id, name) in dropped {
-            tracing::info!(
-                "{}: partition {name} (id {id}) was dropped; forgetting it",
+            tracing::info!(target: TARGET, "{}: partition {name} (id {id}) was dropped; forgetting it",
                 self.prefix
             );
         }
     }
 
     /// A bounded read is complete: every bucket reached its stop offset and was acknowledged.
-    pub fn finished(&self, stops: &Positions) {
+    pub fn finished(&self, stops: &Offsets) {
         let stops: Vec<String> = stops
             .iter()
             .map(|(key, off)| format!("{key}@{off}"))
             .collect();
-        tracing::info!(
-            "{}: finished: {} rows, offsets [{}]; nothing more is read (remove `stopping_offset` to read on)",
+        tracing::info!(target: TARGET, "{}: finished: {} rows, offsets [{}]; nothing more is read (remove `stopping_offset` to read on)",
             self.prefix,
             self.rows_total,
             stops.join(", ")
@@ -278,8 +277,7 @@ impl Telemetry {
 
     /// The INFO line at close.
     pub fn closed(&self) {
-        tracing::info!(
-            "{}: closed after {} acknowledged messages ({} rows)",
+        tracing::info!(target: TARGET, "{}: closed after {} acknowledged messages ({} rows)",
             self.prefix,
             self.messages_total,
             self.rows_total

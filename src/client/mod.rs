@@ -1,0 +1,15 @@
+//! Talking to Fluss: everything that sends a request to the cluster.
+//!
+//! - [`connect`]: the connection, client tuning and the deadline of every call;
+//! - [`table`]: the configured table, checked against `table_type` and `columns`;
+//! - [`scanner`]: the record scanners, read ahead by background tasks;
+//! - [`offsets`]: offsets of buckets (starting, stop, log range) and the out-of-range rule;
+//! - [`discovery`]: the table's partitions, listed at open and then periodically;
+//! - [`limit_scan`]: a bucket's current rows in one limit scan (`starting_offset = "full"`).
+
+pub mod connect;
+pub mod discovery;
+pub mod limit_scan;
+pub mod offsets;
+pub mod scanner;
+pub mod table;

@@ -1,0 +1,178 @@
+//! In-memory staging of positions: what makes delivery at-least-once.
+//!
+//! `poll` stages the next offset of every bucket it read from; only an Ack commits the staged
+//! positions, a Nack drops them. What is persisted is a separate concern ([`crate::state`]).
+
+use std::collections::VecDeque;
+
+use super::{BucketKey, Position, Positions};
+
+/// Committed positions plus the positions staged by batches not answered yet: the one in
+/// flight and, with the SDK's poll-ahead, the one prepared behind it (oldest first).
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    committed: Positions,
+    staged: VecDeque<(Positions, Tally)>,
+}
+
+/// What one batch carried, counted when the runtime acknowledges it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Messages in the batch.
+    pub messages: u64,
+    /// Fluss records they hold (an Arrow IPC message or an update pair holds several).
+    pub rows: u64,
+}
+
+impl Progress {
+    /// Starts from committed positions.
+    pub fn new(committed: Positions) -> Self {
+        Self {
+            committed,
+            staged: VecDeque::new(),
+        }
+    }
+
+    /// Positions acknowledged by the runtime.
+    pub fn committed(&self) -> &Positions {
+        &self.committed
+    }
+
+    /// The positions the next batch starts from: the newest staged ones, if any.
+    pub fn current(&self) -> &Positions {
+        self.staged.back().map_or(&self.committed, |(p, _)| p)
+    }
+
+    /// Whether some batch handed over is still unanswered.
+    pub fn has_staged(&self) -> bool {
+        !self.staged.is_empty()
+    }
+
+    /// Records the positions reached by a batch being handed over, and what it carries.
+    pub fn stage(&mut self, positions: Positions, tally: Tally) {
+        self.staged.push_back((positions, tally));
+    }
+
+    /// The runtime acknowledged the oldest staged batch: its positions become committed.
+    /// Returns what that batch carried.
+    pub fn commit(&mut self) -> Tally {
+        match self.staged.pop_front() {
+            Some((staged, tally)) => {
+                self.committed = staged;
+                tally
+            }
+            None => Tally::default(),
+        }
+    }
+
+    /// A batch was not delivered: forget its positions and those of every later batch.
+    pub fn rollback(&mut self) {
+        self.staged.clear();
+    }
+
+    /// Adds or moves a committed position outside a batch (new partitions, out-of-range resets).
+    pub fn set_committed(&mut self, key: BucketKey, position: Position) {
+        self.committed.insert(key, position);
+        for (staged, _) in &mut self.staged {
+            staged.insert(key, position);
+        }
+    }
+
+    /// Forgets a bucket everywhere (its partition was dropped).
+    pub fn forget(&mut self, key: &BucketKey) {
+        self.committed.remove(key);
+        for (staged, _) in &mut self.staged {
+            staged.remove(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::position::samples::positions;
+
+    #[test]
+    fn ack_commits_and_nack_rolls_back() {
+        let mut progress = Progress::new(positions());
+        let mut next = positions();
+        next.insert(BucketKey::bucket(0), Position::At(20));
+        progress.stage(next.clone(), Tally::default());
+        assert_eq!(progress.current(), &next);
+        progress.rollback();
+        assert_eq!(progress.committed(), &positions());
+        assert_eq!(progress.current(), &positions());
+        progress.stage(next.clone(), Tally::default());
+        progress.commit();
+        assert_eq!(progress.committed(), &next);
+    }
+
+    #[test]
+    fn a_batch_polled_ahead_commits_after_the_one_in_flight_and_a_nack_drops_both() {
+        let at = |offset| {
+            let mut p = positions();
+            p.insert(BucketKey::bucket(0), Position::At(offset));
+            p
+        };
+        let mut progress = Progress::new(at(10));
+        let tally = |messages| Tally {
+            messages,
+            rows: 2 * messages,
+        };
+        progress.stage(at(20), tally(1));
+        progress.stage(at(30), tally(2));
+        assert_eq!(
+            progress.current(),
+            &at(30),
+            "the next poll starts after both"
+        );
+        assert_eq!(
+            progress.commit(),
+            tally(1),
+            "an Ack counts the oldest batch"
+        );
+        assert_eq!(progress.committed(), &at(20), "an Ack commits the oldest");
+        assert_eq!(progress.current(), &at(30));
+        progress.stage(at(40), tally(3));
+        progress.rollback();
+        assert_eq!(progress.committed(), &at(20));
+        assert_eq!(
+            progress.current(),
+            &at(20),
+            "a Nack drops every staged batch"
+        );
+        assert_eq!(
+            progress.commit(),
+            Tally::default(),
+            "nothing staged, nothing counted"
+        );
+        assert_eq!(
+            progress.committed(),
+            &at(20),
+            "an Ack with nothing staged changes nothing"
+        );
+    }
+
+    #[test]
+    fn new_buckets_reach_both_committed_and_staged() {
+        let mut progress = Progress::new(Positions::new());
+        progress.stage(Positions::new(), Tally::default());
+        progress.stage(Positions::new(), Tally::default());
+        progress.set_committed(BucketKey::bucket(5), Position::At(3));
+        assert_eq!(
+            progress.current().get(&BucketKey::bucket(5)),
+            Some(&Position::At(3))
+        );
+        progress.commit();
+        assert_eq!(
+            progress.committed().get(&BucketKey::bucket(5)),
+            Some(&Position::At(3))
+        );
+        assert_eq!(
+            progress.current().get(&BucketKey::bucket(5)),
+            Some(&Position::At(3))
+        );
+        progress.forget(&BucketKey::bucket(5));
+        assert!(progress.committed().is_empty());
+    }
+}
