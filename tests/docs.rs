@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use iggy_connector_fluss_source::bucket::{BucketKey, Positions};
 use iggy_connector_fluss_source::config::Config;
+use iggy_connector_fluss_source::position::{BucketKey, Position, Positions};
 use iggy_connector_fluss_source::state::{SavedState, Scope, STATE_VERSION};
 use serde::Deserialize;
 
@@ -398,7 +398,7 @@ fn state_is_format_1_and_a_release_before_appended_fields_refuses_it() {
         "README \"Upgrading and rolling back\" names format 1"
     );
     let positions: Positions = (0..300)
-        .map(|b| (BucketKey::bucket(b), 1_000_000))
+        .map(|b| (BucketKey::bucket(b), Position::At(1_000_000)))
         .collect();
     let state =
         SavedState::encode(42, "fluss.orders", &positions, Scope::default()).expect("encode");

@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::LazyLock;
 use std::time::Duration;
 
 use fluss_testkit::fluss::metadata::{Schema, TablePath};
