@@ -18,8 +18,10 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 
 # Every target of every package, the suites that are `test = false` included: what clippy
 # --all-targets would lint, and every test binary the scripts run.
-# (Two commands: with --all-targets, cargo leaves out the targets named by --test.)
+# (Three commands: with --all-targets, cargo leaves out the targets named by --test, and
+# `cargo test` builds no cdylib that nothing depends on, such as the runner tests' test source.)
 build_everything() {
+  cargo build --release --workspace
   cargo test --release --workspace --all-targets --no-run
   cargo test --release --workspace --test it --test quickstart --test runtime --test cluster --no-run
 }
