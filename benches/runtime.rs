@@ -102,6 +102,8 @@ struct Outcome {
     /// Seconds from starting the runtime to seeing the last message.
     wall: f64,
     rss_kib: u64,
+    /// CPU seconds `iggy-connectors` used (start, open and the whole read).
+    cpu: f64,
     first: Message,
     /// Rows in the first message (they landed at the span's start, so are not counted).
     first_rows: u64,
@@ -114,6 +116,11 @@ impl Outcome {
     /// Rows per second over the span.
     fn rate(&self) -> f64 {
         (self.rows - self.first_rows) as f64 / self.span.max(1e-6)
+    }
+
+    /// CPU microseconds of the runtime process per row.
+    fn cpu_us_per_row(&self) -> f64 {
+        self.cpu * 1e6 / self.rows.max(1) as f64
     }
 }
 
@@ -221,6 +228,7 @@ fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
     }
     .as_secs_f64();
     let rss_kib = common::peak_rss_kib(&pid.to_string());
+    let cpu = common::cpu_seconds(&pid.to_string());
     stop_perf(perf);
     runtime.stop(Stop::Kill);
     let first = message_at(&server, &dir, 0, 1).remove(0);
@@ -265,6 +273,7 @@ fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
         span,
         wall,
         rss_kib,
+        cpu,
         first,
         first_rows,
         rows,
@@ -483,16 +492,18 @@ fn main() {
             ceiling.label = format!("{}_r{round}", ceiling.label);
             let theirs = measure(&base, &ceiling, None);
             eprintln!(
-                "round {round} {:<10} {:>9}/s ({:.2} s, wall {:.2} s, {} msgs, RSS {:.1} MiB); ceiling {:>9}/s ({:.2} s, RSS {:.1} MiB)",
+                "round {round} {:<10} {:>9}/s ({:.2} s, wall {:.2} s, {} msgs, RSS {:.1} MiB, CPU {:.2} us/row); ceiling {:>9}/s ({:.2} s, RSS {:.1} MiB, CPU {:.2} us/row)",
                 shape.name,
                 fmt_rate(ours.rate()),
                 ours.span,
                 ours.wall,
                 ours.messages,
                 ours.rss_kib as f64 / 1024.0,
+                ours.cpu_us_per_row(),
                 fmt_rate(theirs.rate() * ours.rows as f64 / ours.messages as f64),
                 theirs.span,
                 theirs.rss_kib as f64 / 1024.0,
+                theirs.cpu * 1e6 / ours.rows.max(1) as f64,
             );
             results.entry(shape.name).or_default().push((ours, theirs));
             if is_ipc(shape) && bare.len() == round {
@@ -548,6 +559,19 @@ fn main() {
                 ))
                 .collect::<Vec<_>>()
                 .join("; ")
+        );
+        let cpu = median(runs.iter().map(|(o, _)| o.cpu_us_per_row()).collect());
+        let ceiling_cpu = median(
+            runs.iter()
+                .map(|(o, c)| c.cpu * 1e6 / o.rows.max(1) as f64)
+                .collect(),
+        );
+        println!(
+            "           iggy-connectors CPU per row: {cpu:.2} us (ceiling {ceiling_cpu:.2} us); per round: {}",
+            runs.iter()
+                .map(|(o, _)| format!("{:.2}", o.cpu_us_per_row()))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         if is_ipc(shape) && !bare.is_empty() {
             let bare_rate = median(bare.clone());

@@ -32,6 +32,24 @@ pub fn peak_rss_kib(pid: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds (user + system, all threads) process `pid` has used so far: a cost per row that
+/// holds on a loaded machine, where wall-clock rates move with the load.
+pub fn cpu_seconds(pid: &str) -> f64 {
+    // Linux reports these in USER_HZ, which is 100 on every architecture it exposes to user space.
+    const USER_HZ: f64 = 100.0;
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // The fields after the command name (which may hold spaces) in parentheses.
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
+            let ticks =
+                fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+            Some(ticks as f64 / USER_HZ)
+        })
+        .unwrap_or(0.0)
+}
+
 /// A size from the environment (`_` allowed as a digit separator), or `default`.
 pub fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -60,11 +78,17 @@ pub fn rows_in(message: &iggy_connector_sdk::ProducedMessage) -> usize {
 }
 
 /// A library in the target directory of this bench binary (`target/release/` next to its
-/// `deps/`), which must be built already.
+/// `deps/`), which must be built already. `FLUSS_PLUGIN_LIBRARY=PATH` names another build of
+/// the plugin instead (an A/B of two commits with one bench binary).
 pub fn library(name: &str) -> PathBuf {
-    let lib = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join(name)))
+    let other_plugin = std::env::var_os("FLUSS_PLUGIN_LIBRARY")
+        .filter(|_| name == "libiggy_connector_fluss_source.so")
+        .map(PathBuf::from);
+    let lib = other_plugin
+        .or_else(|| {
+            let exe = std::env::current_exe().ok()?;
+            Some(exe.parent()?.parent()?.join(name))
+        })
         .expect("target directory");
     assert!(
         lib.exists(),
