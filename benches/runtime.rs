@@ -304,8 +304,11 @@ fn header_spec(m: &Message) -> Value {
 }
 
 /// One message shape: the plugin's run, and how its ceiling is built from what it delivered.
+#[derive(Clone)]
 struct ShapeSpec {
     name: &'static str,
+    /// Run with the `RUNTIME_BASELINE` build of the plugin (an A/B within each round).
+    baseline: bool,
     pk: bool,
     plugin: Value,
     stream_schema: &'static str,
@@ -320,6 +323,7 @@ fn shapes() -> Vec<ShapeSpec> {
     vec![
         ShapeSpec {
             name: "json",
+            baseline: false,
             pk: false,
             plugin: json!({}),
             stream_schema: "json",
@@ -329,6 +333,7 @@ fn shapes() -> Vec<ShapeSpec> {
         },
         ShapeSpec {
             name: "json_raw",
+            baseline: false,
             pk: false,
             plugin: json!({"payload_schema": "raw", "headers": "none"}),
             stream_schema: "raw",
@@ -338,6 +343,7 @@ fn shapes() -> Vec<ShapeSpec> {
         },
         ShapeSpec {
             name: "json_5000",
+            baseline: false,
             pk: false,
             plugin: json!({"batch_size": 5000}),
             stream_schema: "json",
@@ -347,6 +353,7 @@ fn shapes() -> Vec<ShapeSpec> {
         },
         ShapeSpec {
             name: "debezium",
+            baseline: false,
             pk: true,
             plugin: json!({"changelog_format": "debezium"}),
             stream_schema: "json",
@@ -360,6 +367,7 @@ fn shapes() -> Vec<ShapeSpec> {
         [("ipc", "none"), ("ipc_lz4", "lz4"), ("ipc_zstd", "zstd")].map(|(name, compression)| {
             ShapeSpec {
                 name,
+                baseline: false,
                 pk: false,
                 plugin: json!({"payload_format": "arrow_ipc", "arrow_ipc_compression": compression}),
                 stream_schema: "raw",
@@ -450,6 +458,30 @@ fn main() {
                 .is_none_or(|l| l.iter().any(|n| n == s.name))
         })
         .collect();
+    // `RUNTIME_BASELINE=PATH`: every shape also with that build of the plugin, right after this
+    // one in each round, so that both meet the same load.
+    let baseline = std::env::var_os("RUNTIME_BASELINE").map(PathBuf::from);
+    let shapes: Vec<ShapeSpec> = match &baseline {
+        None => shapes,
+        Some(path) => {
+            assert!(
+                path.exists(),
+                "RUNTIME_BASELINE: {} is missing",
+                path.display()
+            );
+            shapes
+                .into_iter()
+                .flat_map(|s| {
+                    let base = ShapeSpec {
+                        name: format!("{}@baseline", s.name).leak(),
+                        baseline: true,
+                        ..s.clone()
+                    };
+                    [s, base]
+                })
+                .collect()
+        }
+    };
     let perf_dir = std::env::var_os("RUNTIME_PERF").map(PathBuf::from);
     if let Some(dir) = &perf_dir {
         std::fs::create_dir_all(dir).expect("perf dir");
@@ -479,7 +511,10 @@ fn main() {
             let expected = if shape.pk { pk_rows } else { rows } as u64;
             let run = Run {
                 label: format!("{}_r{round}", shape.name),
-                library: plugin.clone(),
+                library: match (&baseline, shape.baseline) {
+                    (Some(path), true) => path.clone(),
+                    _ => plugin.clone(),
+                },
                 plugin_config: config,
                 stream_schema: shape.stream_schema,
                 batch_length: shape.batch_length,
@@ -592,6 +627,41 @@ fn main() {
         }
     }
     println!("(ratio: to the test source with the same payloads, headers and batching; RSS: iggy-connectors peak, median (highest))");
+    if baseline.is_some() {
+        println!("\nthis build / RUNTIME_BASELINE, per round (rows/s; CPU per row)");
+        for shape in shapes.iter().filter(|s| !s.baseline) {
+            let (Some(this), Some(base)) = (
+                results.get(shape.name),
+                results.get(format!("{}@baseline", shape.name).as_str()),
+            ) else {
+                continue;
+            };
+            let rate: Vec<f64> = this
+                .iter()
+                .zip(base)
+                .map(|((a, _), (b, _))| a.rate() / b.rate())
+                .collect();
+            let cpu: Vec<f64> = this
+                .iter()
+                .zip(base)
+                .map(|((a, _), (b, _))| a.cpu_us_per_row() / b.cpu_us_per_row())
+                .collect();
+            let list = |v: &[f64]| {
+                v.iter()
+                    .map(|r| format!("{r:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!(
+                "{:<10} rows/s {:.2}x (per round {}); CPU per row {:.2}x (per round {})",
+                shape.name,
+                median(rate.clone()),
+                list(&rate),
+                median(cpu.clone()),
+                list(&cpu)
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&base);
 }
 
