@@ -16,19 +16,86 @@ fi
 cargo sort --workspace --check
 build_everything
 
-# One test at a time: several tests start clusters of their own, and on a 2-core machine
-# parallel JVM starts and table creations starve each other into timeouts.
+# Within a lane one test at a time: several tests start clusters of their own, and on a 2-core
+# machine parallel JVM starts and table creations starve each other into timeouts.
 threads=--test-threads=${TEST_THREADS:-1}
-set +e
-{
-  rc=0
-  # What `cargo test -p iggy_connector_fluss_source` runs in any workspace (the upstream
-  # check), then the other packages, then the suites that need a cluster.
+
+# The cluster suites wait far more than they compute (their processes use about a tenth of the
+# time they take), so they run in two lanes side by side, each with its own shared cluster: lane
+# 1 the modules below (the fault and snapshot tests, about half of the time), lane 2 the rest of
+# `--test it` (new modules land there), the testkit's cluster tests and the README's commands.
+# TEST_LANES=1 runs everything in one lane, in this order.
+lane1_modules=(snapshots:: faults:: authorization:: bad_input:: crashes::)
+lane1_skips=()
+for module in "${lane1_modules[@]}"; do lane1_skips+=(--skip "$module"); done
+
+lane1() {
+  cargo test --release --workspace --no-fail-fast --test it -- "$threads" "${lane1_modules[@]}"
+}
+lane2() {
+  local rc=0
+  cargo test --release --workspace --no-fail-fast --test it -- "$threads" "${lane1_skips[@]}" || rc=1
+  cargo test --release --workspace --no-fail-fast --test cluster -- "$threads" || rc=1
+  cargo test --release --workspace --no-fail-fast --test quickstart -- "$threads" || rc=1
+  return "$rc"
+}
+
+# Each lane's output goes to a file of its own (shown when the lane ends, so the two never
+# interleave) and through scripts/test-times.py, which times its tests; the closing lines of
+# all lanes are gathered, and one count for every test binary ends the output.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+run_lane() {
+  local name=$1
+  shift
+  set +e
+  "$@" 2>&1 | scripts/test-times.py --label "tests ($name)" --summary "$work/$name.summary" >"$work/$name.log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  return "$rc"
+}
+
+status=0
+# What `cargo test -p iggy_connector_fluss_source` runs in any workspace (the upstream check),
+# then the other packages: no cluster, a minute or two.
+offline() {
+  local rc=0
   cargo test --release -p iggy_connector_fluss_source --no-fail-fast -- "$threads" || rc=1
   cargo test --release --workspace --exclude iggy_connector_fluss_source --no-fail-fast -- "$threads" || rc=1
-  cargo test --release --workspace --no-fail-fast --test it --test cluster -- "$threads" || rc=1
-  cargo test --release --workspace --no-fail-fast --test quickstart -- "$threads" || rc=1
-  exit "$rc"
-} 2>&1 | scripts/test-times.py --label tests ${TEST_SUMMARY:+--summary "$TEST_SUMMARY"}
-status=${PIPESTATUS[0]}
+  return "$rc"
+}
+run_lane offline offline || status=1
+cat "$work/offline.log"
+
+if [ "${TEST_LANES:-2}" = 1 ]; then
+  both() {
+    local rc=0
+    lane1 || rc=1
+    lane2 || rc=1
+    return "$rc"
+  }
+  run_lane cluster both || status=1
+  cat "$work/cluster.log"
+else
+  echo "tests: the cluster suites in two lanes side by side (output of each when it ends)" >&2
+  run_lane lane-1 lane1 &
+  lane1_pid=$!
+  run_lane lane-2 lane2 &
+  lane2_pid=$!
+  wait "$lane1_pid" || status=1
+  wait "$lane2_pid" || status=1
+  cat "$work/lane-1.log" "$work/lane-2.log"
+fi
+
+# The closing lines: each lane's slowest tests and failures, then one count for all.
+summaries=("$work"/*.summary)
+closing=$(
+  grep -hvE ': [0-9]+ passed, [0-9]+ failed$' "${summaries[@]}" || true
+  awk '/: [0-9]+ passed, [0-9]+ failed$/ { p += $(NF-3); f += $(NF-1) }
+       END { printf "tests: %d passed, %d failed\n", p, f }' "${summaries[@]}"
+)
+echo "$closing"
+if [ -n "${TEST_SUMMARY:-}" ]; then
+  echo "$closing" >>"$TEST_SUMMARY"
+fi
 exit "$status"

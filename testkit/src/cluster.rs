@@ -516,17 +516,11 @@ impl Cluster {
         };
         on_own_runtime(async move {
             let deadline = Instant::now() + READY_TIMEOUT;
-            let connection = connect(&config, deadline).await?;
-            let admin = connection
-                .get_admin()
-                .map_err(|e| format!("get_admin: {e}"))?;
+            let admin = connect_admin(&config, deadline).await?;
             wait_tablets(&admin, tablets, None, deadline).await?;
             probe_table(&admin, tablets as i32, deadline).await?;
             if let Some(sasl) = sasl {
-                let connection = connect(&sasl, deadline).await?;
-                let admin = connection
-                    .get_admin()
-                    .map_err(|e| format!("get_admin (SASL): {e}"))?;
+                let admin = connect_admin(&sasl, deadline).await?;
                 wait_tablets(&admin, tablets, None, deadline).await?;
             }
             Ok(())
@@ -549,10 +543,7 @@ impl Cluster {
             .count();
         on_own_runtime(async move {
             let deadline = Instant::now() + READY_TIMEOUT;
-            let connection = connect(&config, deadline).await?;
-            let admin = connection
-                .get_admin()
-                .map_err(|e| format!("get_admin: {e}"))?;
+            let admin = connect_admin(&config, deadline).await?;
             wait_tablets(&admin, running, only, deadline).await
         })
     }
@@ -655,6 +646,15 @@ async fn connect(config: &Config, deadline: Instant) -> Result<FlussConnection, 
             .map_err(|e| e.to_string())
     })
     .await
+}
+
+/// The admin client of a new connection to the cluster `config` names (it shares the
+/// connection's RPC client, so the connection itself may go).
+async fn connect_admin(config: &Config, deadline: Instant) -> Result<Arc<FlussAdmin>, String> {
+    connect(config, deadline)
+        .await?
+        .get_admin()
+        .map_err(|e| format!("get_admin ({}): {e}", config.bootstrap_servers))
 }
 
 /// Waits until `get_server_nodes` lists at least `count` tablet servers

@@ -15,7 +15,7 @@ use fluss::client::FlussConnection;
 use fluss::metadata::{TableBucket, TablePath};
 use fluss::{BucketId, PartitionId, TableId};
 
-use super::{connect, Cluster, CALL_TIMEOUT, READY_TIMEOUT, RETRY_INTERVAL};
+use super::{connect_admin, Cluster, CALL_TIMEOUT, READY_TIMEOUT, RETRY_INTERVAL};
 use crate::runtime::on_own_runtime;
 
 /// One bucket as the coordinator's log names it.
@@ -242,10 +242,7 @@ impl Cluster {
         let paths: Vec<TablePath> = tables.iter().map(|p| (*p).clone()).collect();
         on_own_runtime(async move {
             let deadline = Instant::now() + READY_TIMEOUT;
-            let connection = connect(&config, deadline).await?;
-            let admin = connection
-                .get_admin()
-                .map_err(|e| format!("get_admin: {e}"))?;
+            let admin = connect_admin(&config, deadline).await?;
             let mut ids = Vec::new();
             for path in &paths {
                 let info = tokio::time::timeout(CALL_TIMEOUT, admin.get_table_info(path))
