@@ -4,7 +4,6 @@
 //! it. Tables and ACLs are managed over the plaintext listener, which is the cluster's
 //! internal one and so is not checked by the authorizer.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use fluss_source_runner::{logs, Level};
@@ -15,10 +14,7 @@ use fluss_testkit::fluss::metadata::{
 use fluss_testkit::{tables, unique_table, Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
-use crate::fixture::{harness, ids, rt, Answer, Stream};
-
-/// Plugin ids for raw opens (apart from the harness's, bad_input's and table_changes').
-static RAW_ID: AtomicU32 = AtomicU32::new(700_000);
+use crate::fixture::{error_lines, harness, ids, open_refused, rt, Answer, Stream};
 
 fn sasl_cluster() -> Cluster {
     Cluster::start(ClusterOptions {
@@ -94,15 +90,6 @@ async fn revoke(admin: &FlussAdmin, path: &TablePath) {
 }
 
 /// The ERROR lines whose text contains `needle`, after log index `since`.
-fn errors_with(needle: &str, since: usize) -> Vec<String> {
-    logs()
-        .into_iter()
-        .skip(since)
-        .filter(|l| l.level == Level::Error && l.message.contains(needle))
-        .map(|l| l.message)
-        .collect()
-}
-
 #[test]
 fn acls_decide_open_and_streaming() {
     let cluster = sasl_cluster();
@@ -117,11 +104,8 @@ fn acls_decide_open_and_streaming() {
     let cfg = alice_config(&cluster, &table);
 
     // 1. alice has no ACL on the table: open fails with one ERROR line.
-    let id = RAW_ID.fetch_add(1, Ordering::Relaxed);
-    let code = harness().call_open(id, &cfg.to_string(), None);
-    let lines = errors_with(&format!("plugin {id}:"), 0);
-    eprintln!("authorization: open without READ: code {code}, ERROR lines {lines:#?}");
-    assert_ne!(code, 0, "open without READ must fail");
+    let (id, lines) = open_refused(&cfg.to_string(), None);
+    eprintln!("authorization: open without READ: ERROR lines {lines:#?}");
     // It names the user, the table, the permission the server checked (DESCRIBE, which READ
     // implies) and how to grant it.
     let db = tables::TEST_DATABASE;
@@ -167,7 +151,7 @@ fn acls_decide_open_and_streaming() {
             Duration::from_millis(300),
             Answer::AckAll,
         );
-        if let Some(line) = errors_with("No permission to READ", since)
+        if let Some(line) = error_lines("No permission to READ", since)
             .into_iter()
             .next()
         {

@@ -6,20 +6,15 @@
 //! state file (exit code, exactly one plugin ERROR line on stderr, no panic, the state file's
 //! bytes unchanged, no output).
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use fluss_source_runner::{logs, Level};
+use fluss_source_runner::logs;
 use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::{tables, unique_table, Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
-use crate::fixture::{cluster, config, harness, rt, Answer, Stream};
+use crate::fixture::{cluster, config, harness, open_refused, raw_id, rt, Answer, Stream};
 use crate::process::{connector_file, plugin_errors, run_runner, scratch_dir};
-
-/// Plugin ids for raw `iggy_source_open` calls, far from the harness' counter (which starts
-/// at 1), so they never collide with an instance another test opened.
-static RAW_ID: AtomicU32 = AtomicU32::new(900_000);
 
 /// One input `open` must refuse and the whole ERROR line it must give (after
 /// `plugin <id>: open failed: `).
@@ -49,19 +44,12 @@ impl Case {
 
 /// `iggy_source_open` in this process: non-zero, one ERROR line for this id, with `expect`.
 pub(crate) fn refused_in_process(case: &Case) {
-    let id = RAW_ID.fetch_add(1, Ordering::Relaxed);
     let json = case
         .config
         .as_ref()
         .map_or_else(|| "null".to_owned(), Value::to_string);
-    let code = harness().call_open(id, &json, case.state.as_deref());
-    assert_ne!(code, 0, "{}: open should fail", case.what);
-    let tag = format!("plugin {id}:");
-    let lines: Vec<String> = logs()
-        .into_iter()
-        .filter(|l| l.level == Level::Error && l.message.contains(&tag))
-        .map(|l| l.message)
-        .collect();
+    eprintln!("{}: open must fail", case.what);
+    let (id, lines) = open_refused(&json, case.state.as_deref());
     assert_eq!(
         lines.len(),
         1,
@@ -451,7 +439,7 @@ fn runtime_misbehaviour_is_refused() {
     let h = harness();
 
     // Unknown ids.
-    let unknown = RAW_ID.fetch_add(1, Ordering::Relaxed);
+    let unknown = raw_id();
     assert_eq!(h.call_handle(unknown), -1, "handle of an unknown id");
     assert_eq!(
         h.call_batch_result(unknown, 1, 0),

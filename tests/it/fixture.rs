@@ -2,10 +2,11 @@
 //! the runtime (persisting state only on Ack), and table helpers.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-use fluss_source_runner::{Batch, Harness, Instance};
+use fluss_source_runner::{logs, Batch, Harness, Instance, Level};
 use fluss_testkit::Cluster;
 use iggy_connector_sdk::{HeaderKey, HeaderValue, Schema};
 use serde_json::{json, Value};
@@ -18,6 +19,39 @@ static HARNESS: LazyLock<Harness> =
 /// The loaded plugin (one per test process, like the runtime's one dlopen per path).
 pub fn harness() -> &'static Harness {
     &HARNESS
+}
+
+/// Plugin ids for raw ABI calls, far from the harness' counter (which starts at 1), so they
+/// never collide with an instance another test opened.
+static RAW_ID: AtomicU32 = AtomicU32::new(900_000);
+
+/// A plugin id no instance of this process has used.
+pub fn raw_id() -> u32 {
+    RAW_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// `iggy_source_open` under a fresh id with `config` (JSON text) and `state`, which must fail:
+/// the id and the ERROR lines logged for it.
+pub fn open_refused(config: &str, state: Option<&[u8]>) -> (u32, Vec<String>) {
+    let id = raw_id();
+    let code = harness().call_open(id, config, state);
+    let lines = error_lines(&format!("plugin {id}:"), 0);
+    assert_ne!(
+        code, 0,
+        "open of plugin {id} should fail; ERROR lines: {lines:#?}"
+    );
+    (id, lines)
+}
+
+/// The ERROR lines this process logged that contain `needle`, leaving out the first `since`
+/// log lines.
+pub fn error_lines(needle: &str, since: usize) -> Vec<String> {
+    logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.level == Level::Error && l.message.contains(needle))
+        .map(|l| l.message)
+        .collect()
 }
 
 /// The shared cluster of this test binary.

@@ -3,7 +3,6 @@
 //! from the saved state is refused), and a partition dropped while its bucket still has
 //! unread rows.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use fluss_source_runner::{logs, Level, LogLine};
@@ -12,10 +11,7 @@ use fluss_testkit::fluss::rpc::message::OffsetSpec;
 use fluss_testkit::{poll_until, tables, unique_table};
 use serde_json::json;
 
-use crate::fixture::{cluster, config, harness, ids, rt, Answer, Stream};
-
-/// Plugin ids for raw opens, apart from the harness's own (from 1) and bad_input's (900,000).
-static RAW_ID: AtomicU32 = AtomicU32::new(800_000);
+use crate::fixture::{cluster, config, harness, ids, open_refused, rt, Answer, Stream};
 
 /// Lines of the instance reading `table` after log index `since`, at `level`.
 fn lines_at(table: &str, since: usize, level: Level) -> Vec<LogLine> {
@@ -169,15 +165,8 @@ fn dropped_table_is_an_error_and_a_recreated_one_refuses_the_old_state() {
     ));
     let new_id = rt().block_on(table_id(&path));
     assert_ne!(old_id, new_id, "a re-created table gets a new id");
-    let id = RAW_ID.fetch_add(1, Ordering::Relaxed);
-    let code = harness().call_open(id, &cfg.to_string(), Some(&saved));
-    assert_ne!(code, 0, "open with the old table's state must fail");
-    let tag = format!("plugin {id}:");
-    let lines: Vec<String> = logs()
-        .into_iter()
-        .filter(|l| l.level == Level::Error && l.message.contains(&tag))
-        .map(|l| l.message)
-        .collect();
+    // Open with the old table's state must fail.
+    let (id, lines) = open_refused(&cfg.to_string(), Some(&saved));
     let db = tables::TEST_DATABASE;
     assert_eq!(
         lines,
