@@ -1,0 +1,307 @@
+//! The consumer examples of `examples/` against the real runtime: each consumes the topic while
+//! `iggy-connectors` is killed with SIGKILL and restarted twice, drops the repeats by the last
+//! offset per bucket, and ends with exactly the table: rows of a log table (JSON and Arrow
+//! IPC), or a primary-key table's state per key (Debezium).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fluss_testkit::fluss::metadata::TablePath;
+use fluss_testkit::fluss::row::GenericRow;
+use fluss_testkit::iggy::{ConnectorsRuntime, Message, Program, Stop};
+use fluss_testkit::tables::{
+    sample_amount, sample_log_schema, sample_name, sample_pk_schema, sample_row,
+};
+use fluss_testkit::write::{self, Change};
+use serde_json::{json, Value};
+
+use crate::fixture::{append, bucket, connector, create_table, offset, rt, World, DELIVERY};
+
+const BUCKETS: i32 = 3;
+
+/// The Python client of Iggy that talks to the cc269ef server, and pyarrow; installed from
+/// PyPI when missing.
+const PYTHON_PACKAGES: [(&str, &str); 2] = [
+    ("apache_iggy", "apache-iggy==0.9.0.dev4"),
+    ("pyarrow", "pyarrow"),
+];
+
+fn ensure_python_packages() {
+    let importable = |module: &str| {
+        Command::new("python3")
+            .args(["-c", &format!("import {module}")])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    for (module, package) in PYTHON_PACKAGES {
+        if importable(module) {
+            continue;
+        }
+        let status = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", package])
+            .status()
+            .expect("python3 runs");
+        assert!(
+            status.success() && importable(module),
+            "{package} could not be installed from PyPI (python3 -m pip install \"{package}\")"
+        );
+    }
+}
+
+fn example(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(path)
+}
+
+/// A consumer example polling `topic` from its first message; it stops once the test creates
+/// its stop file and the topic is drained.
+struct Consumer {
+    program: Program,
+    stop_file: PathBuf,
+    result: PathBuf,
+}
+
+/// The Python consumer.
+fn python_consumer(world: &World, topic: &str, format: &str) -> Consumer {
+    ensure_python_packages();
+    let result = world.dir.join(format!("{topic}-python.json"));
+    let stop_file = world.dir.join(format!("{topic}-python.stop"));
+    let mut command = Command::new("python3");
+    command
+        .arg(example("consumer_python/consume.py"))
+        .args(["--server", &world.server.address()])
+        .args(["--stream", crate::fixture::STREAM, "--topic", topic])
+        .args(["--format", format])
+        .arg("--stop-file")
+        .arg(&stop_file)
+        .arg("--result")
+        .arg(&result);
+    let log = world.dir.join(format!("{topic}-python.log"));
+    Consumer {
+        program: Program::start("python consumer", command, &log),
+        stop_file,
+        result,
+    }
+}
+
+/// Tells the consumer to stop once drained, waits for its exit and returns its result,
+/// printing the repeats it dropped.
+fn consumer_result(consumer: Consumer, expected_repeats: usize) -> Value {
+    let Consumer {
+        program,
+        stop_file,
+        result,
+    } = consumer;
+    std::fs::write(&stop_file, b"").expect("write the stop file");
+    let status = program.wait(DELIVERY);
+    let log = program.log();
+    assert!(status.success(), "the consumer failed ({status}):\n{log}");
+    let text = std::fs::read_to_string(&result)
+        .unwrap_or_else(|e| panic!("read {}: {e}; consumer log:\n{log}", result.display()));
+    let value: Value = serde_json::from_str(&text).expect("the consumer's result is JSON");
+    eprintln!(
+        "consumer: {} messages, {} repeated rows dropped",
+        value["messages"], value["repeats"]
+    );
+    assert_eq!(
+        value["repeats"].as_u64(),
+        Some(expected_repeats as u64),
+        "the consumer dropped exactly the rows the topic holds twice"
+    );
+    value
+}
+
+/// Kills the runtime with SIGKILL and starts it again, twice: once when `progress` (rows in
+/// the topic) reaches `first`, again once it reaches `second`.
+fn kill_twice(
+    world: &World,
+    runtime: &mut ConnectorsRuntime,
+    topic: &str,
+    progress: impl Fn(&[Message]) -> usize,
+    points: [usize; 2],
+) {
+    for point in points {
+        world.wait_for(topic, &format!("{point} rows before a SIGKILL"), |m| {
+            progress(m) >= point
+        });
+        runtime.stop(Stop::Kill).expect("the runtime was running");
+        runtime.restart();
+    }
+}
+
+/// The (bucket, offset) of every row a message carries.
+fn row_positions(m: &Message) -> impl Iterator<Item = (i32, i64)> {
+    let rows = m
+        .headers
+        .get("fluss_row_count")
+        .and_then(|count| count.as_i64())
+        .unwrap_or(1);
+    let (b, first) = (bucket(m), offset(m));
+    (first..first + rows).map(move |o| (b, o))
+}
+
+/// Rows the topic holds (each counted once), and rows it holds more than once.
+fn distinct_and_repeated(messages: &[Message]) -> (usize, usize) {
+    let mut seen = BTreeSet::new();
+    let mut repeated = 0;
+    for position in messages.iter().flat_map(row_positions) {
+        if !seen.insert(position) {
+            repeated += 1;
+        }
+    }
+    (seen.len(), repeated)
+}
+
+fn sample_json(id: i64) -> Value {
+    json!({ "id": id, "name": sample_name(id), "amount": sample_amount(id) })
+}
+
+/// A log table read through two SIGKILLs by the Python consumer in `format`.
+fn log_rows_through_two_kills(test: &str, format: &str, schema: &str, extra: Value) {
+    const ROWS: i64 = 6000;
+    let topic = format!("orders_{format}");
+    let world = World::new(test);
+    let (table, _) = create_table(test, sample_log_schema(), BUCKETS);
+    append(&table, (0..ROWS / 3).map(sample_row));
+    let consumer = python_consumer(&world, &topic, format);
+    let mut runtime =
+        world.runtime(&[connector(&format!("fluss_{test}"), &table, &topic, schema, extra)]);
+    // Small appends while the runtime reads and dies: many small batches.
+    let writer = {
+        let table = table.clone();
+        std::thread::spawn(move || {
+            for chunk in (ROWS / 3..ROWS).step_by(100) {
+                append(&table, (chunk..chunk + 100).map(sample_row));
+            }
+        })
+    };
+    let distinct = |m: &[Message]| distinct_and_repeated(m).0;
+    kill_twice(&world, &mut runtime, &topic, distinct, [1000, 3000]);
+    writer.join().expect("writer thread");
+    world.wait_for(&topic, &format!("{ROWS} distinct rows"), |m| {
+        distinct(m) >= ROWS as usize
+    });
+    runtime.stop(Stop::Interrupt);
+    let (_, repeated) = distinct_and_repeated(&world.messages(&topic));
+
+    let value = consumer_result(consumer, repeated);
+    let mut rows = value["rows"].as_array().expect("rows").clone();
+    rows.sort_by_key(|row| row["id"].as_i64());
+    assert_eq!(
+        rows,
+        (0..ROWS).map(sample_json).collect::<Vec<_>>(),
+        "after de-duplication the consumer holds every row of the table once"
+    );
+}
+
+#[test]
+fn python_json_consumer_sees_every_row_once_through_two_sigkills() {
+    log_rows_through_two_kills("consume_py_json", "json", "json", json!({}));
+}
+
+#[test]
+fn python_arrow_consumer_sees_every_row_once_through_two_sigkills() {
+    log_rows_through_two_kills(
+        "consume_py_ipc",
+        "arrow",
+        "raw",
+        json!({ "payload_format": "arrow_ipc" }),
+    );
+}
+
+fn renamed(id: i64, round: i64) -> GenericRow<'static> {
+    let mut row = GenericRow::new(3);
+    row.set_field(0, id);
+    row.set_field(1, format!("round-{round}-{id}"));
+    row.set_field(2, (id * round) as f64);
+    row
+}
+
+fn write_changes(table: &TablePath, changes: Vec<Change<'static>>) {
+    rt().block_on(async {
+        let connection = fluss_testkit::Cluster::shared().connection().await;
+        write::write_changes(&connection, table, changes).await;
+    });
+}
+
+/// Replays Debezium events by id (each id once), as a check independent of the consumer.
+fn replay(messages: &[Message]) -> BTreeMap<i64, Value> {
+    let mut ids = BTreeSet::new();
+    let mut state = BTreeMap::new();
+    for m in messages.iter().filter(|m| ids.insert(m.id)) {
+        let event: Value = serde_json::from_slice(&m.payload).expect("payload is JSON");
+        let key = |image: &Value| image["id"].as_i64().expect("key in the image");
+        if event["op"] == "d" {
+            state.remove(&key(&event["before"]));
+        } else {
+            state.insert(key(&event["after"]), event["after"].clone());
+        }
+    }
+    state
+}
+
+#[test]
+fn python_debezium_consumer_keeps_the_table_state_through_two_sigkills() {
+    const KEYS: i64 = 600;
+    const ROUNDS: i64 = 10;
+    let topic = "customers_cdc";
+    let world = World::new("consume_py_cdc");
+    let (table, _) = create_table("consume_py_cdc", sample_pk_schema(), BUCKETS);
+    // The first rows arrive as snapshot events (`starting_offset = "full"`, the default).
+    write_changes(&table, (0..KEYS).map(|id| Change::Upsert(sample_row(id))).collect());
+    let consumer = python_consumer(&world, topic, "debezium");
+    let mut runtime = world.runtime(&[connector(
+        "fluss_customers_cdc",
+        &table,
+        topic,
+        "json",
+        json!({ "changelog_format": "debezium" }),
+    )]);
+    // Each round updates a tenth of the keys, deletes a few and inserts new ones.
+    let mut expected: BTreeMap<i64, Value> = (0..KEYS).map(|id| (id, sample_json(id))).collect();
+    let mut rounds = Vec::new();
+    for round in 1..=ROUNDS {
+        let mut changes = Vec::new();
+        for id in (round..KEYS).step_by(10) {
+            changes.push(Change::Upsert(renamed(id, round)));
+            expected.insert(
+                id,
+                json!({ "id": id, "name": format!("round-{round}-{id}"), "amount": (id * round) as f64 }),
+            );
+        }
+        for id in (round * 7..KEYS).step_by(97) {
+            changes.push(Change::Delete(sample_row(id)));
+            expected.remove(&id);
+        }
+        let new = KEYS + round;
+        changes.push(Change::Upsert(sample_row(new)));
+        expected.insert(new, sample_json(new));
+        rounds.push(changes);
+    }
+    let writer = {
+        let table = table.clone();
+        std::thread::spawn(move || {
+            for changes in rounds {
+                write_changes(&table, changes);
+            }
+        })
+    };
+    kill_twice(&world, &mut runtime, topic, |m| m.len(), [300, 900]);
+    writer.join().expect("writer thread");
+    world.wait_for(topic, "the table's final state", |m| replay(m) == expected);
+    runtime.stop(Stop::Interrupt);
+    let messages = world.messages(topic);
+    let repeated = messages.len() - messages.iter().map(|m| m.id).collect::<BTreeSet<_>>().len();
+
+    let value = consumer_result(consumer, repeated);
+    let state: BTreeMap<i64, Value> = value["state"]
+        .as_array()
+        .expect("state")
+        .iter()
+        .map(|row| (row["id"].as_i64().expect("id"), row.clone()))
+        .collect();
+    assert_eq!(
+        state, expected,
+        "after de-duplication the consumer's state per key equals the table"
+    );
+}
