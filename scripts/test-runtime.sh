@@ -20,10 +20,21 @@ HOWTO
 fi
 source scripts/cargo-env.sh
 build_everything
+# The Rust consumer example (README "Consuming"), a crate of its own with Iggy's client crate,
+# clippy-linted like the workspace; tests/runtime/consumers.rs runs it from here.
+consumer=(--release --locked --manifest-path examples/consumer_rust/Cargo.toml)
+CONSUMER_TARGET_DIR=${CARGO_TARGET_DIR:-target}/consumer_rust
+cargo fmt --manifest-path examples/consumer_rust/Cargo.toml -- --check
+CARGO_TARGET_DIR=$CONSUMER_TARGET_DIR cargo build "${consumer[@]}"
+CARGO_TARGET_DIR=$CONSUMER_TARGET_DIR cargo test "${consumer[@]}" --no-run
 
 # One test at a time: each starts its own server and runtime next to the Fluss cluster.
 set +e
-cargo test --release --workspace --no-fail-fast --test runtime -- --test-threads=1 2>&1 |
-  scripts/test-times.py --label "runtime tests" ${TEST_SUMMARY:+--summary "$TEST_SUMMARY"}
+{
+  rc=0
+  CARGO_TARGET_DIR=$CONSUMER_TARGET_DIR cargo test "${consumer[@]}" --no-fail-fast || rc=1
+  cargo test --release --workspace --no-fail-fast --test runtime -- --test-threads=1 || rc=1
+  exit "$rc"
+} 2>&1 | scripts/test-times.py --label "runtime tests" ${TEST_SUMMARY:+--summary "$TEST_SUMMARY"}
 status=${PIPESTATUS[0]}
 exit "$status"

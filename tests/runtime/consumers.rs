@@ -16,7 +16,9 @@ use fluss_testkit::tables::{
 use fluss_testkit::write::{self, Change};
 use serde_json::{json, Value};
 
-use crate::fixture::{append, bucket, connector, create_table, offset, rt, World, DELIVERY};
+use crate::fixture::{
+    append, bucket, connector, create_table, offset, plugin_path, rt, World, DELIVERY,
+};
 
 const BUCKETS: i32 = 3;
 
@@ -56,59 +58,84 @@ fn example(path: &str) -> PathBuf {
 /// A consumer example polling `topic` from its first message; it stops once the test creates
 /// its stop file and the topic is drained.
 struct Consumer {
+    name: &'static str,
     program: Program,
     stop_file: PathBuf,
     result: PathBuf,
+    log: PathBuf,
 }
 
-/// The Python consumer.
-fn python_consumer(world: &World, topic: &str, format: &str) -> Consumer {
-    ensure_python_packages();
-    let result = world.dir.join(format!("{topic}-python.json"));
-    let stop_file = world.dir.join(format!("{topic}-python.stop"));
-    let mut command = Command::new("python3");
-    command
-        .arg(example("consumer_python/consume.py"))
-        .args(["--server", &world.server.address()])
-        .args(["--stream", crate::fixture::STREAM, "--topic", topic])
-        .args(["--format", format])
-        .arg("--stop-file")
-        .arg(&stop_file)
-        .arg("--result")
-        .arg(&result);
-    let log = world.dir.join(format!("{topic}-python.log"));
-    Consumer {
-        program: Program::start("python consumer", command, &log),
-        stop_file,
-        result,
+impl Consumer {
+    fn start(world: &World, name: &'static str, mut command: Command, topic: &str, format: &str) -> Consumer {
+        let file = |ext: &str| world.dir.join(format!("{topic}-{name}.{ext}"));
+        let (stop_file, result, log) = (file("stop"), file("json"), file("log"));
+        command
+            .args(["--server", &world.server.address()])
+            .args(["--stream", crate::fixture::STREAM, "--topic", topic])
+            .args(["--format", format])
+            .arg("--stop-file")
+            .arg(&stop_file)
+            .arg("--result")
+            .arg(&result);
+        Consumer {
+            name,
+            program: Program::start(name, command, &log),
+            stop_file,
+            result,
+            log,
+        }
+    }
+
+    /// Tells the consumer to stop once drained, waits for its exit and returns its result,
+    /// printing the repeats it dropped (which must be the rows the topic holds twice).
+    fn finish(self, expected_repeats: usize) -> Value {
+        std::fs::write(&self.stop_file, b"").expect("write the stop file");
+        let name = self.name;
+        let status = self.program.wait(DELIVERY);
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        assert!(status.success(), "the {name} failed ({status}):\n{log}");
+        let text = std::fs::read_to_string(&self.result).unwrap_or_else(|e| {
+            panic!("read {}: {e}; {name} log:\n{log}", self.result.display())
+        });
+        let value: Value = serde_json::from_str(&text).expect("the consumer's result is JSON");
+        eprintln!(
+            "{name}: {} messages, {} repeated rows dropped",
+            value["messages"], value["repeats"]
+        );
+        assert_eq!(
+            value["repeats"].as_u64(),
+            Some(expected_repeats as u64),
+            "the {name} dropped exactly the rows the topic holds twice"
+        );
+        value
     }
 }
 
-/// Tells the consumer to stop once drained, waits for its exit and returns its result,
-/// printing the repeats it dropped.
-fn consumer_result(consumer: Consumer, expected_repeats: usize) -> Value {
-    let Consumer {
-        program,
-        stop_file,
-        result,
-    } = consumer;
-    std::fs::write(&stop_file, b"").expect("write the stop file");
-    let status = program.wait(DELIVERY);
-    let log = program.log();
-    assert!(status.success(), "the consumer failed ({status}):\n{log}");
-    let text = std::fs::read_to_string(&result)
-        .unwrap_or_else(|e| panic!("read {}: {e}; consumer log:\n{log}", result.display()));
-    let value: Value = serde_json::from_str(&text).expect("the consumer's result is JSON");
-    eprintln!(
-        "consumer: {} messages, {} repeated rows dropped",
-        value["messages"], value["repeats"]
+/// Every consumer example on `topic`: the Python one and the Rust one.
+fn consumers(world: &World, topic: &str, format: &str) -> Vec<Consumer> {
+    ensure_python_packages();
+    let mut python = Command::new("python3");
+    python.arg(example("consumer_python/consume.py"));
+    vec![
+        Consumer::start(world, "python consumer", python, topic, format),
+        Consumer::start(world, "rust consumer", Command::new(rust_consumer()), topic, format),
+    ]
+}
+
+/// The Rust example's binary, which scripts/test-runtime.sh builds next to the workspace's
+/// target directory (`<target>/consumer_rust/release/`).
+fn rust_consumer() -> PathBuf {
+    let target = plugin_path()
+        .parent()
+        .and_then(Path::parent)
+        .expect("the target directory")
+        .join("consumer_rust/release/fluss-iggy-consumer");
+    assert!(
+        target.is_file(),
+        "{} is missing; build it with `CARGO_TARGET_DIR=target/consumer_rust cargo build --release --locked --manifest-path examples/consumer_rust/Cargo.toml` (scripts/test-runtime.sh does)",
+        target.display()
     );
-    assert_eq!(
-        value["repeats"].as_u64(),
-        Some(expected_repeats as u64),
-        "the consumer dropped exactly the rows the topic holds twice"
-    );
-    value
+    target
 }
 
 /// Kills the runtime with SIGKILL and starts it again, twice: once when `progress` (rows in
@@ -163,7 +190,7 @@ fn log_rows_through_two_kills(test: &str, format: &str, schema: &str, extra: Val
     let world = World::new(test);
     let (table, _) = create_table(test, sample_log_schema(), BUCKETS);
     append(&table, (0..ROWS / 3).map(sample_row));
-    let consumer = python_consumer(&world, &topic, format);
+    let consumers = consumers(&world, &topic, format);
     let mut runtime =
         world.runtime(&[connector(&format!("fluss_{test}"), &table, &topic, schema, extra)]);
     // Small appends while the runtime reads and dies: many small batches.
@@ -184,23 +211,29 @@ fn log_rows_through_two_kills(test: &str, format: &str, schema: &str, extra: Val
     runtime.stop(Stop::Interrupt);
     let (_, repeated) = distinct_and_repeated(&world.messages(&topic));
 
-    let value = consumer_result(consumer, repeated);
-    let mut rows = value["rows"].as_array().expect("rows").clone();
-    rows.sort_by_key(|row| row["id"].as_i64());
-    assert_eq!(
-        rows,
-        (0..ROWS).map(sample_json).collect::<Vec<_>>(),
-        "after de-duplication the consumer holds every row of the table once"
-    );
+    for consumer in consumers {
+        let name = consumer.name;
+        let value = consumer.finish(repeated);
+        let mut rows = value["rows"].as_array().expect("rows").clone();
+        rows.sort_by_key(|row| row["id"].as_i64());
+        assert_eq!(
+            rows,
+            (0..ROWS).map(sample_json).collect::<Vec<_>>(),
+            "after de-duplication the {name} holds every row of the table once"
+        );
+        if format == "arrow" {
+            eprintln!("{name}: decoded {}, decode rate {}", value["decoded"], value["decode_rate"]);
+        }
+    }
 }
 
 #[test]
-fn python_json_consumer_sees_every_row_once_through_two_sigkills() {
+fn json_consumers_see_every_row_once_through_two_sigkills() {
     log_rows_through_two_kills("consume_py_json", "json", "json", json!({}));
 }
 
 #[test]
-fn python_arrow_consumer_sees_every_row_once_through_two_sigkills() {
+fn arrow_consumers_see_every_row_once_through_two_sigkills() {
     log_rows_through_two_kills(
         "consume_py_ipc",
         "arrow",
@@ -241,7 +274,7 @@ fn replay(messages: &[Message]) -> BTreeMap<i64, Value> {
 }
 
 #[test]
-fn python_debezium_consumer_keeps_the_table_state_through_two_sigkills() {
+fn debezium_consumers_keep_the_table_state_through_two_sigkills() {
     const KEYS: i64 = 600;
     const ROUNDS: i64 = 10;
     let topic = "customers_cdc";
@@ -249,7 +282,7 @@ fn python_debezium_consumer_keeps_the_table_state_through_two_sigkills() {
     let (table, _) = create_table("consume_py_cdc", sample_pk_schema(), BUCKETS);
     // The first rows arrive as snapshot events (`starting_offset = "full"`, the default).
     write_changes(&table, (0..KEYS).map(|id| Change::Upsert(sample_row(id))).collect());
-    let consumer = python_consumer(&world, topic, "debezium");
+    let consumers = consumers(&world, topic, "debezium");
     let mut runtime = world.runtime(&[connector(
         "fluss_customers_cdc",
         &table,
@@ -293,15 +326,18 @@ fn python_debezium_consumer_keeps_the_table_state_through_two_sigkills() {
     let messages = world.messages(topic);
     let repeated = messages.len() - messages.iter().map(|m| m.id).collect::<BTreeSet<_>>().len();
 
-    let value = consumer_result(consumer, repeated);
-    let state: BTreeMap<i64, Value> = value["state"]
-        .as_array()
-        .expect("state")
-        .iter()
-        .map(|row| (row["id"].as_i64().expect("id"), row.clone()))
-        .collect();
-    assert_eq!(
-        state, expected,
-        "after de-duplication the consumer's state per key equals the table"
-    );
+    for consumer in consumers {
+        let name = consumer.name;
+        let value = consumer.finish(repeated);
+        let state: BTreeMap<i64, Value> = value["state"]
+            .as_array()
+            .expect("state")
+            .iter()
+            .map(|row| (row["id"].as_i64().expect("id"), row.clone()))
+            .collect();
+        assert_eq!(
+            state, expected,
+            "after de-duplication the {name}'s state per key equals the table"
+        );
+    }
 }
