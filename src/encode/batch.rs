@@ -3,7 +3,9 @@
 //!
 //! A message's payload may be *deferred*: a job that builds it (compressed Arrow IPC) runs when
 //! the batch is handed over, all jobs of the batch on several threads at once, instead of one
-//! by one as the rows are drained. Until then the message counts with an estimate of its size.
+//! by one as the rows are drained. Until then the message counts with an estimate of its size,
+//! and the rows it holds stay in memory: a batch is full once those rows reach
+//! [`DEFERRED_ROWS_FACTOR`] × `max_batch_bytes`, which bounds that memory.
 
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
@@ -15,6 +17,9 @@ use crate::error::{Error, Result};
 /// Builds a deferred payload.
 pub type PayloadJob = Box<dyn FnOnce() -> Result<Vec<u8>> + Send>;
 
+/// Uncompressed bytes of deferred payloads a batch may hold, in units of its byte cap.
+pub const DEFERRED_ROWS_FACTOR: usize = 2;
+
 /// Threads that build deferred payloads: one per core, at most this many.
 const MAX_JOB_THREADS: usize = 8;
 
@@ -23,6 +28,8 @@ pub struct Batch {
     messages: Vec<ProducedMessage>,
     /// Jobs building the payloads of `messages[index]`, in message order.
     deferred: Vec<(usize, PayloadJob)>,
+    /// Uncompressed bytes of the rows the deferred payloads hold.
+    deferred_bytes: usize,
     bytes: usize,
     max_messages: usize,
     max_bytes: usize,
@@ -44,6 +51,7 @@ impl Batch {
         Self {
             messages: Vec::with_capacity(max_messages.min(16_384)),
             deferred: Vec::new(),
+            deferred_bytes: 0,
             bytes: 0,
             max_messages,
             max_bytes,
@@ -53,7 +61,9 @@ impl Batch {
     /// Whether no more messages should be added. The byte cap is soft: the message that
     /// crosses it is kept, so a batch always makes progress even with one huge row.
     pub fn is_full(&self) -> bool {
-        self.messages.len() >= self.max_messages || self.bytes >= self.max_bytes
+        self.messages.len() >= self.max_messages
+            || self.bytes >= self.max_bytes
+            || self.deferred_bytes >= self.max_bytes.saturating_mul(DEFERRED_ROWS_FACTOR)
     }
 
     /// Adds a message.
@@ -62,15 +72,17 @@ impl Batch {
         self.messages.push(message);
     }
 
-    /// Adds a message whose payload `job` builds when the batch is handed over; it counts as
-    /// `estimated_bytes` until then.
+    /// Adds a message whose payload `job` builds when the batch is handed over from rows of
+    /// `row_bytes` uncompressed; it counts as `estimated_bytes` until then.
     pub fn push_deferred(
         &mut self,
         message: ProducedMessage,
+        row_bytes: usize,
         estimated_bytes: usize,
         job: PayloadJob,
     ) {
         self.bytes += estimated_bytes;
+        self.deferred_bytes += row_bytes;
         self.deferred.push((self.messages.len(), job));
         self.messages.push(message);
     }
@@ -193,7 +205,7 @@ mod tests {
         let mut b = Batch::new(100, 1000);
         b.push(message(3));
         for n in 1..=20usize {
-            b.push_deferred(message(0), 10, Box::new(move || Ok(vec![b'y'; n])));
+            b.push_deferred(message(0), 10, 10, Box::new(move || Ok(vec![b'y'; n])));
         }
         b.push(message(4));
         assert!(b.has_deferred());
@@ -211,11 +223,21 @@ mod tests {
     }
 
     #[test]
+    fn rows_waiting_for_their_payload_fill_the_batch() {
+        let mut b = Batch::new(100, 10);
+        b.push_deferred(message(0), 19, 1, Box::new(|| Ok(vec![])));
+        assert!(!b.is_full(), "19 bytes of rows, 1 estimated");
+        b.push_deferred(message(0), 1, 1, Box::new(|| Ok(vec![])));
+        assert!(b.is_full(), "twice the byte cap in rows");
+    }
+
+    #[test]
     fn a_failed_job_fails_the_hand_over() {
         let mut b = Batch::new(100, 1000);
         for n in 0..4 {
             b.push_deferred(
                 message(0),
+                1,
                 1,
                 Box::new(move || {
                     if n == 2 {
@@ -235,7 +257,7 @@ mod tests {
     #[test]
     fn a_panicking_job_is_an_error_not_a_panic() {
         let mut b = Batch::new(100, 1000);
-        b.push_deferred(message(0), 1, Box::new(|| panic!("a bug in a payload job")));
+        b.push_deferred(message(0), 1, 1, Box::new(|| panic!("a bug in a payload job")));
         assert!(matches!(
             b.into_messages(),
             Err(Error::PayloadJobPanicked)

@@ -181,6 +181,7 @@ impl Encoder for IpcMessages {
                         let scaled = ratio.scale(estimate);
                         batch.push_deferred(
                             message,
+                            estimate,
                             scaled,
                             Box::new(move || {
                                 let payload = write_stream(&slice, &options, max_bytes)?;

@@ -41,7 +41,11 @@ impl MessageId {
                 at: ((id >> 32) & ((1 << 24) - 1)) as u32,
                 index: (id & u128::from(u32::MAX)) as u64,
             },
-            layout => return Err(format!("message id {id:#x} has layout {layout:02b}, not a Fluss source id")),
+            layout => {
+                return Err(format!(
+                    "message id {id:#x} has layout {layout:02b}, not a Fluss source id"
+                ))
+            }
         };
         Ok(MessageId { bucket, row })
     }
@@ -78,26 +82,40 @@ impl Deduplicator {
     /// Judges a message whose `rows` rows are consecutive in its bucket, starting at `id`, and
     /// records them as applied.
     pub fn admit(&mut self, id: MessageId, rows: usize) -> Verdict {
-        let progress = self.buckets.entry(id.bucket).or_insert(Progress::Log { last: None });
+        let progress = self
+            .buckets
+            .entry(id.bucket)
+            .or_insert(Progress::Log { last: None });
         let mut new_snapshot = false;
         let (first, last) = match (id.row, &mut *progress) {
             (Row::Snapshot { .. }, Progress::Log { last: Some(_) }) => {
                 // The bucket's log already started; a snapshot cannot come after it.
                 self.repeats += rows as u64;
-                return Verdict { seen: rows, new_snapshot };
+                return Verdict {
+                    seen: rows,
+                    new_snapshot,
+                };
             }
-            (Row::Snapshot { at, index }, Progress::Snapshot { at: current, last }) if at == *current => (index, last),
+            (Row::Snapshot { at, index }, Progress::Snapshot { at: current, last })
+                if at == *current =>
+            {
+                (index, last)
+            }
             (Row::Snapshot { at, index }, progress) => {
                 new_snapshot = matches!(progress, Progress::Snapshot { .. });
                 *progress = Progress::Snapshot { at, last: None };
-                let Progress::Snapshot { last, .. } = progress else { unreachable!() };
+                let Progress::Snapshot { last, .. } = progress else {
+                    unreachable!()
+                };
                 (index, last)
             }
             (Row::Log { offset }, Progress::Log { last }) => (offset, last),
             (Row::Log { offset }, progress) => {
                 // The first log row after the snapshot: positions start over.
                 *progress = Progress::Log { last: None };
-                let Progress::Log { last } = progress else { unreachable!() };
+                let Progress::Log { last } = progress else {
+                    unreachable!()
+                };
                 (offset, last)
             }
         };

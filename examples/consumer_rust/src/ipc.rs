@@ -54,7 +54,9 @@ fn decode_buffer(mut buffer: Buffer) -> Result<RecordBatch, ArrowError> {
     while !buffer.is_empty() {
         if let Some(decoded) = decoder.decode(&mut buffer)? {
             if batch.replace(decoded).is_some() {
-                return Err(ArrowError::IpcError("a payload holds more than one record batch".into()));
+                return Err(ArrowError::IpcError(
+                    "a payload holds more than one record batch".into(),
+                ));
             }
         }
     }
@@ -68,8 +70,7 @@ pub fn points_into(batch: &RecordBatch, payload: &Buffer) -> bool {
     let inside = |b: &Buffer| b.is_empty() || range.contains(&(b.as_ptr() as usize));
     batch.columns().iter().all(|column| {
         let data = column.to_data();
-        data.buffers().iter().all(inside)
-            && data.nulls().is_none_or(|nulls| inside(nulls.buffer()))
+        data.buffers().iter().all(inside) && data.nulls().is_none_or(|nulls| inside(nulls.buffer()))
     })
 }
 
@@ -91,31 +92,50 @@ mod tests {
         ];
         let mut columns: Vec<arrow_array::ArrayRef> = vec![
             Arc::new(Int64Array::from_iter_values(0..1000)),
-            Arc::new(StringArray::from_iter((0..1000).map(|i| (i % 3 != 0).then(|| format!("n{i}"))))),
+            Arc::new(StringArray::from_iter(
+                (0..1000).map(|i| (i % 3 != 0).then(|| format!("n{i}"))),
+            )),
         ];
         if decimal {
             fields.push(Field::new("amount", DataType::Decimal128(20, 2), false));
             columns.push(Arc::new(
-                Decimal128Array::from_iter_values(0..1000).with_precision_and_scale(20, 2).unwrap(),
+                Decimal128Array::from_iter_values(0..1000)
+                    .with_precision_and_scale(20, 2)
+                    .unwrap(),
             ));
         }
         RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
     }
 
     fn payload(batch: &RecordBatch, compression: Option<CompressionType>) -> Vec<u8> {
-        let options = IpcWriteOptions::default().try_with_compression(compression).unwrap();
-        let mut writer = StreamWriter::try_new_with_options(Vec::new(), &batch.schema(), options).unwrap();
+        let options = IpcWriteOptions::default()
+            .try_with_compression(compression)
+            .unwrap();
+        let mut writer =
+            StreamWriter::try_new_with_options(Vec::new(), &batch.schema(), options).unwrap();
         writer.write(batch).unwrap();
         writer.finish().unwrap();
         writer.into_inner().unwrap()
+    }
+
+    /// Bytes in a 64-byte aligned allocation, as a payload at an aligned place of a response.
+    struct Aligned(Buffer);
+
+    impl AsRef<[u8]> for Aligned {
+        fn as_ref(&self) -> &[u8] {
+            self.0.as_slice()
+        }
+    }
+
+    fn aligned(bytes: &[u8]) -> bytes::Bytes {
+        bytes::Bytes::from_owner(Aligned(Buffer::from(bytes)))
     }
 
     #[test]
     fn an_aligned_payload_decodes_in_place() {
         let batch = sample(false);
         let bytes = payload(&batch, None);
-        let aligned = Buffer::from(bytes.as_slice()); // 64-byte aligned
-        let (back, how) = decode(bytes::Bytes::from_owner(aligned)).unwrap();
+        let (back, how) = decode(aligned(&bytes)).unwrap();
         assert_eq!((back, how), (batch, Decoded::InPlace));
     }
 
@@ -135,8 +155,7 @@ mod tests {
     fn compressed_payloads_decode_into_new_buffers() {
         let batch = sample(true);
         for compression in [CompressionType::LZ4_FRAME, CompressionType::ZSTD] {
-            let bytes = Buffer::from(payload(&batch, Some(compression)).as_slice());
-            let (back, how) = decode(bytes::Bytes::from_owner(bytes)).unwrap();
+            let (back, how) = decode(aligned(&payload(&batch, Some(compression)))).unwrap();
             assert_eq!((back, how), (batch.clone(), Decoded::Decompressed));
         }
     }

@@ -55,7 +55,9 @@ fn args() -> Result<Args, String> {
     let mut given: BTreeMap<String, String> = BTreeMap::new();
     let mut words = std::env::args().skip(1);
     while let Some(flag) = words.next() {
-        let name = flag.strip_prefix("--").ok_or(format!("unexpected argument {flag:?}"))?;
+        let name = flag
+            .strip_prefix("--")
+            .ok_or(format!("unexpected argument {flag:?}"))?;
         let value = words.next().ok_or(format!("{flag} needs a value"))?;
         given.insert(name.to_owned(), value);
     }
@@ -82,8 +84,14 @@ fn args() -> Result<Args, String> {
             .map_err(|e| format!("--partition: {e}"))?,
         format,
         key: take("key", Some("id"))?,
-        stop_file: take("stop-file", Some("")).ok().filter(|s| !s.is_empty()).map(PathBuf::from),
-        result: take("result", Some("")).ok().filter(|s| !s.is_empty()).map(PathBuf::from),
+        stop_file: take("stop-file", Some(""))
+            .ok()
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from),
+        result: take("result", Some(""))
+            .ok()
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from),
     };
     match given.keys().next() {
         Some(unknown) => Err(format!("unknown option --{unknown}")),
@@ -94,11 +102,18 @@ fn args() -> Result<Args, String> {
 /// What the consumer builds from the rows it applies.
 enum Sink {
     /// Log rows as zero-copy slices of the payloads, with every payload kept for the rate check.
-    Batches { batches: Vec<RecordBatch>, payloads: Vec<bytes::Bytes>, decoded: BTreeMap<&'static str, u64> },
+    Batches {
+        batches: Vec<RecordBatch>,
+        payloads: Vec<bytes::Bytes>,
+        decoded: BTreeMap<&'static str, u64>,
+    },
     /// Log rows as JSON objects.
     Rows(Vec<Value>),
     /// A primary-key table's current state: key (as JSON text) -> (bucket, row).
-    State { key: String, state: BTreeMap<String, (BucketId, Value)> },
+    State {
+        key: String,
+        state: BTreeMap<String, (BucketId, Value)>,
+    },
 }
 
 impl Sink {
@@ -113,9 +128,17 @@ impl Sink {
     fn apply(&mut self, message: &IggyMessage, dedup: &mut Deduplicator) -> Result<(), String> {
         let id = MessageId::parse(message.header.id)?;
         match self {
-            Sink::Batches { batches, payloads, decoded } => {
-                let (batch, how) = ipc::decode(message.payload.clone())
-                    .map_err(|e| format!("message {}: not an Arrow IPC stream: {e}", message.header.offset))?;
+            Sink::Batches {
+                batches,
+                payloads,
+                decoded,
+            } => {
+                let (batch, how) = ipc::decode(message.payload.clone()).map_err(|e| {
+                    format!(
+                        "message {}: not an Arrow IPC stream: {e}",
+                        message.header.offset
+                    )
+                })?;
                 let seen = dedup.admit(id, batch.num_rows()).seen;
                 // A slice is a view: the rows not applied yet, still in the payload's bytes.
                 batches.push(batch.slice(seen, batch.num_rows() - seen));
@@ -154,7 +177,11 @@ impl Sink {
 
     fn result(self) -> Result<Value, String> {
         Ok(match self {
-            Sink::Batches { batches, payloads, decoded } => {
+            Sink::Batches {
+                batches,
+                payloads,
+                decoded,
+            } => {
                 let mut writer = arrow_json::ArrayWriter::new(Vec::new());
                 for batch in &batches {
                     writer.write(batch).map_err(|e| e.to_string())?;
@@ -172,8 +199,12 @@ impl Sink {
 }
 
 fn parse(message: &IggyMessage) -> Result<Value, String> {
-    serde_json::from_slice(&message.payload)
-        .map_err(|e| format!("message {}: payload is not JSON: {e}", message.header.offset))
+    serde_json::from_slice(&message.payload).map_err(|e| {
+        format!(
+            "message {}: payload is not JSON: {e}",
+            message.header.offset
+        )
+    })
 }
 
 /// Rows per second decoded in place against arrow-ipc's `StreamReader` reading the same payloads
@@ -191,36 +222,57 @@ fn decode_rates(payloads: &[bytes::Bytes]) -> Result<Value, String> {
     };
     let (in_place, rows) = best(&|| {
         payloads.iter().try_fold(0, |n, p| {
-            Ok(n + ipc::decode(p.clone()).map_err(|e| e.to_string())?.0.num_rows())
+            Ok(n + ipc::decode(p.clone())
+                .map_err(|e| e.to_string())?
+                .0
+                .num_rows())
         })
     })?;
     let (reader, _) = best(&|| {
         payloads.iter().try_fold(0, |n, p| {
             let mut reader = arrow_ipc::reader::StreamReader::try_new(p.as_ref(), None)
                 .map_err(|e| e.to_string())?;
-            let batch = reader.next().ok_or("an empty stream")?.map_err(|e| e.to_string())?;
+            let batch = reader
+                .next()
+                .ok_or("an empty stream")?
+                .map_err(|e| e.to_string())?;
             Ok(n + batch.num_rows())
         })
     })?;
-    Ok(json!({ "rows": rows, "in_place_rows_per_s": in_place, "stream_reader_rows_per_s": reader,
-               "ratio": in_place / reader }))
+    Ok(
+        json!({ "rows": rows, "in_place_rows_per_s": in_place, "stream_reader_rows_per_s": reader,
+               "ratio": in_place / reader }),
+    )
+}
+
+fn fail(what: &'static str) -> impl Fn(IggyError) -> String {
+    move |e| format!("{what}: {e}")
 }
 
 async fn consume(args: Args) -> Result<(), String> {
-    let fail = |what: &str| move |e: IggyError| format!("{what}: {e}");
     let client = IggyClient::builder()
         .with_tcp()
         .with_server_address(args.server.clone())
         .build()
         .map_err(fail("client"))?;
     client.connect().await.map_err(fail("connect"))?;
-    client.login_user(&args.user, &args.password).await.map_err(fail("login"))?;
+    client
+        .login_user(&args.user, &args.password)
+        .await
+        .map_err(fail("login"))?;
     let stream = Identifier::named(&args.stream).map_err(fail("stream name"))?;
     let topic = Identifier::named(&args.topic).map_err(fail("topic name"))?;
     let mut sink = match args.format {
-        Format::Arrow => Sink::Batches { batches: Vec::new(), payloads: Vec::new(), decoded: BTreeMap::new() },
+        Format::Arrow => Sink::Batches {
+            batches: Vec::new(),
+            payloads: Vec::new(),
+            decoded: BTreeMap::new(),
+        },
         Format::Json => Sink::Rows(Vec::new()),
-        Format::Debezium => Sink::State { key: args.key.clone(), state: BTreeMap::new() },
+        Format::Debezium => Sink::State {
+            key: args.key.clone(),
+            state: BTreeMap::new(),
+        },
     };
     let mut dedup = Deduplicator::default();
     let (mut next, mut messages) = (0u64, 0u64);
@@ -269,7 +321,9 @@ async fn consume(args: Args) -> Result<(), String> {
     result["repeats"] = json!(dedup.repeats);
     let text = result.to_string();
     match &args.result {
-        Some(path) => std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display())),
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))
+        }
         None => {
             println!("{text}");
             Ok(())
