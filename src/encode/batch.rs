@@ -131,12 +131,15 @@ impl Batch {
     }
 }
 
+/// Built payloads with the index of their message.
+type Built = Vec<(usize, Vec<u8>)>;
+
 /// Runs `jobs` on `threads` scoped threads that take the next job from a shared queue (jobs
 /// differ in size, so a fixed split would leave threads idle).
-fn run_parallel(jobs: Vec<(usize, PayloadJob)>, threads: usize) -> Result<Vec<(usize, Vec<u8>)>> {
+fn run_parallel(jobs: Vec<(usize, PayloadJob)>, threads: usize) -> Result<Built> {
     let queue = Mutex::new(jobs.into_iter());
     let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-    let results: Vec<Result<Vec<(usize, Vec<u8>)>>> = std::thread::scope(|scope| {
+    let results: Vec<Result<Built>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
@@ -150,11 +153,7 @@ fn run_parallel(jobs: Vec<(usize, PayloadJob)>, threads: usize) -> Result<Vec<(u
             .collect();
         workers
             .into_iter()
-            .map(|worker| {
-                worker
-                    .join()
-                    .unwrap_or(Err(Error::PayloadJobPanicked))
-            })
+            .map(|worker| worker.join().unwrap_or(Err(Error::PayloadJobPanicked)))
             .collect()
     });
     let mut payloads = Vec::new();
@@ -209,7 +208,11 @@ mod tests {
         }
         b.push(message(4));
         assert!(b.has_deferred());
-        assert_eq!(b.bytes(), 3 + 200 + 4, "deferred payloads count by their estimate");
+        assert_eq!(
+            b.bytes(),
+            3 + 200 + 4,
+            "deferred payloads count by their estimate"
+        );
         let lengths: Vec<usize> = b
             .into_messages()
             .unwrap()
@@ -257,10 +260,12 @@ mod tests {
     #[test]
     fn a_panicking_job_is_an_error_not_a_panic() {
         let mut b = Batch::new(100, 1000);
-        b.push_deferred(message(0), 1, 1, Box::new(|| panic!("a bug in a payload job")));
-        assert!(matches!(
-            b.into_messages(),
-            Err(Error::PayloadJobPanicked)
-        ));
+        b.push_deferred(
+            message(0),
+            1,
+            1,
+            Box::new(|| panic!("a bug in a payload job")),
+        );
+        assert!(matches!(b.into_messages(), Err(Error::PayloadJobPanicked)));
     }
 }

@@ -175,7 +175,8 @@ impl Encoder for IpcMessages {
                         batch.push(bucket.ipc(first.offset(), first.timestamp(), run, payload));
                     }
                     Some(ratio) => {
-                        let message = bucket.ipc(first.offset(), first.timestamp(), run, Vec::new());
+                        let message =
+                            bucket.ipc(first.offset(), first.timestamp(), run, Vec::new());
                         let (options, max_bytes, ratio) =
                             (self.options.clone(), self.max_bytes, ratio.clone());
                         let scaled = ratio.scale(estimate);
@@ -207,9 +208,12 @@ fn write_stream(
 ) -> Result<Vec<u8>> {
     let ipc = |cause| Error::Ipc { cause };
     let capacity = batch.get_array_memory_size().min(max_bytes) + 1024;
-    let mut writer =
-        StreamWriter::try_new_with_options(Vec::with_capacity(capacity), &batch.schema(), options.clone())
-            .map_err(ipc)?;
+    let mut writer = StreamWriter::try_new_with_options(
+        Vec::with_capacity(capacity),
+        &batch.schema(),
+        options.clone(),
+    )
+    .map_err(ipc)?;
     writer.write(batch).map_err(ipc)?;
     writer.finish().map_err(ipc)?;
     writer.into_inner().map_err(ipc)
@@ -376,14 +380,16 @@ mod tests {
             .bucket(BucketKey::bucket(0), None)
             .unwrap();
         let per_row = bytes_per_row(&whole);
-        let mut encoder =
-            IpcMessages::new(false, IpcCompression::Zstd, per_row * 1000).unwrap();
+        let mut encoder = IpcMessages::new(false, IpcCompression::Zstd, per_row * 1000).unwrap();
         let mut rows_back = Vec::new();
         let mut estimated = Vec::new();
         for half in records.chunks(10_000) {
             let mut out = Batch::new(100, usize::MAX);
             assert_eq!(encoder.encode(&stamp, half, &mut out).unwrap(), 10_000);
-            assert!(out.has_deferred(), "compressed payloads wait for the hand-over");
+            assert!(
+                out.has_deferred(),
+                "compressed payloads wait for the hand-over"
+            );
             estimated.push(out.bytes());
             let messages = out.into_messages().unwrap();
             assert_eq!(messages.len(), 10, "1000 rows per message");
@@ -393,7 +399,11 @@ mod tests {
         }
         let back = arrow_select::concat::concat_batches(&whole.schema(), &rows_back).unwrap();
         assert_eq!(back, whole, "every row, in order");
-        assert_eq!(estimated[0], per_row * 10_000, "no ratio before the first payload");
+        assert_eq!(
+            estimated[0],
+            per_row * 10_000,
+            "no ratio before the first payload"
+        );
         assert!(
             estimated[1] * 2 < estimated[0],
             "then the compression ratio scales the estimate: {estimated:?}"

@@ -52,7 +52,9 @@ fn ensure_python_packages() {
 }
 
 fn example(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(path)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(path)
 }
 
 /// A consumer example polling `topic` from its first message; it stops once the test creates
@@ -66,7 +68,13 @@ struct Consumer {
 }
 
 impl Consumer {
-    fn start(world: &World, name: &'static str, mut command: Command, topic: &str, format: &str) -> Consumer {
+    fn start(
+        world: &World,
+        name: &'static str,
+        mut command: Command,
+        topic: &str,
+        format: &str,
+    ) -> Consumer {
         let file = |ext: &str| world.dir.join(format!("{topic}-{name}.{ext}"));
         let (stop_file, result, log) = (file("stop"), file("json"), file("log"));
         command
@@ -94,9 +102,8 @@ impl Consumer {
         let status = self.program.wait(DELIVERY);
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
         assert!(status.success(), "the {name} failed ({status}):\n{log}");
-        let text = std::fs::read_to_string(&self.result).unwrap_or_else(|e| {
-            panic!("read {}: {e}; {name} log:\n{log}", self.result.display())
-        });
+        let text = std::fs::read_to_string(&self.result)
+            .unwrap_or_else(|e| panic!("read {}: {e}; {name} log:\n{log}", self.result.display()));
         let value: Value = serde_json::from_str(&text).expect("the consumer's result is JSON");
         eprintln!(
             "{name}: {} messages, {} repeated rows dropped",
@@ -118,7 +125,13 @@ fn consumers(world: &World, topic: &str, format: &str) -> Vec<Consumer> {
     python.arg(example("consumer_python/consume.py"));
     vec![
         Consumer::start(world, "python consumer", python, topic, format),
-        Consumer::start(world, "rust consumer", Command::new(rust_consumer()), topic, format),
+        Consumer::start(
+            world,
+            "rust consumer",
+            Command::new(rust_consumer()),
+            topic,
+            format,
+        ),
     ]
 }
 
@@ -191,8 +204,13 @@ fn log_rows_through_two_kills(test: &str, format: &str, schema: &str, extra: Val
     let (table, _) = create_table(test, sample_log_schema(), BUCKETS);
     append(&table, (0..ROWS / 3).map(sample_row));
     let consumers = consumers(&world, &topic, format);
-    let mut runtime =
-        world.runtime(&[connector(&format!("fluss_{test}"), &table, &topic, schema, extra)]);
+    let mut runtime = world.runtime(&[connector(
+        &format!("fluss_{test}"),
+        &table,
+        &topic,
+        schema,
+        extra,
+    )]);
     // Small appends while the runtime reads and dies: many small batches.
     let writer = {
         let table = table.clone();
@@ -222,7 +240,10 @@ fn log_rows_through_two_kills(test: &str, format: &str, schema: &str, extra: Val
             "after de-duplication the {name} holds every row of the table once"
         );
         if format == "arrow" {
-            eprintln!("{name}: decoded {}, decode rate {}", value["decoded"], value["decode_rate"]);
+            eprintln!(
+                "{name}: decoded {}, decode rate {}",
+                value["decoded"], value["decode_rate"]
+            );
         }
     }
 }
@@ -281,7 +302,10 @@ fn debezium_consumers_keep_the_table_state_through_two_sigkills() {
     let world = World::new("consume_py_cdc");
     let (table, _) = create_table("consume_py_cdc", sample_pk_schema(), BUCKETS);
     // The first rows arrive as snapshot events (`starting_offset = "full"`, the default).
-    write_changes(&table, (0..KEYS).map(|id| Change::Upsert(sample_row(id))).collect());
+    write_changes(
+        &table,
+        (0..KEYS).map(|id| Change::Upsert(sample_row(id))).collect(),
+    );
     let consumers = consumers(&world, topic, "debezium");
     let mut runtime = world.runtime(&[connector(
         "fluss_customers_cdc",
