@@ -139,7 +139,8 @@ class KeyedState:
         return len(self.state)
 
     def result(self):
-        return {"state": [row for _, row in sorted(self.state.items(), key=lambda kv: str(kv[0]))]}
+        ordered = sorted(self.state.items(), key=lambda item: str(item[0]))
+        return {"state": [row for _, (_, row) in ordered]}
 
 
 # -- Decoding one message -------------------------------------------------------------------------
