@@ -15,6 +15,9 @@ use arrow_buffer::Buffer;
 use arrow_ipc::reader::StreamDecoder;
 use arrow_schema::ArrowError;
 
+/// The alignment IPC keeps for every buffer, relative to the stream's start.
+const IPC_ALIGNMENT: usize = 8;
+
 /// How a payload was decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decoded {
@@ -29,6 +32,11 @@ pub enum Decoded {
 /// Decodes the one record batch of an IPC stream payload.
 pub fn decode(payload: bytes::Bytes) -> Result<(RecordBatch, Decoded), ArrowError> {
     let buffer = Buffer::from(payload);
+    if buffer.as_ptr() as usize % IPC_ALIGNMENT != 0 {
+        // No buffer of it can be aligned: copy at once rather than fail a decode first.
+        let batch = decode_buffer(Buffer::from(buffer.as_slice()))?;
+        return Ok((batch, Decoded::AlignedCopy));
+    }
     match decode_buffer(buffer.clone()) {
         Ok(batch) => {
             let how = if points_into(&batch, &buffer) {
