@@ -32,7 +32,7 @@ pub enum Decoded {
 /// Decodes the one record batch of an IPC stream payload.
 pub fn decode(payload: bytes::Bytes) -> Result<(RecordBatch, Decoded), ArrowError> {
     let buffer = Buffer::from(payload);
-    if buffer.as_ptr() as usize % IPC_ALIGNMENT != 0 {
+    if !(buffer.as_ptr() as usize).is_multiple_of(IPC_ALIGNMENT) {
         // No buffer of it can be aligned: copy at once rather than fail a decode first.
         let batch = decode_buffer(Buffer::from(buffer.as_slice()))?;
         return Ok((batch, Decoded::AlignedCopy));
