@@ -27,7 +27,7 @@ build_everything
 consumer=(--release --locked --manifest-path examples/consumer_rust/Cargo.toml)
 consumer_target=${CARGO_TARGET_DIR:-target}/consumer_rust
 if [ "${CONSUMER_RUST:-0}" = 1 ]; then
-  cargo fmt --manifest-path examples/consumer_rust/Cargo.toml -- --check
+  cargo fmt --manifest-path "$PWD/examples/consumer_rust/Cargo.toml" -- --check
   CARGO_TARGET_DIR=$consumer_target cargo build "${consumer[@]}"
   CARGO_TARGET_DIR=$consumer_target cargo test "${consumer[@]}" --no-run
   export CONSUMER_RUST_BIN=$consumer_target/release/fluss-iggy-consumer
