@@ -212,6 +212,12 @@ pub enum Error {
     #[snafu(display("Arrow IPC encoding failed: {cause}"))]
     Ipc { cause: arrow_schema::ArrowError },
 
+    /// A thread building deferred payloads panicked (a bug: the batch is not handed over).
+    #[snafu(display(
+        "building the payloads of a batch panicked; the batch is not handed over and its rows come again (please report this bug)"
+    ))]
+    PayloadJobPanicked,
+
     /// `filter` does not fit the table (an unknown column, a literal of the wrong type).
     #[snafu(transparent)]
     Filter { source: FilterError },

@@ -103,7 +103,7 @@ fn check(
 
     let fits = max_bytes >= full.get_array_memory_size();
     let mut at = 0;
-    for message in batch.into_messages() {
+    for message in batch.into_messages().expect("payloads built") {
         let batches = read_back(&message.payload)?;
         prop_assert_eq!(batches.len(), 1, "one record batch per message");
         let got = &batches[0];

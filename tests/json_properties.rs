@@ -458,7 +458,7 @@ fn check(case: &Case, options: JsonOptions, delivery: &Delivery) -> Result<(), T
         )
         .map_err(|e| TestCaseError::fail(format!("RowMessages failed: {e}")))?;
     prop_assert_eq!(consumed, records.len());
-    let messages = messages.into_messages();
+    let messages = messages.into_messages().expect("payloads built");
     prop_assert_eq!(messages.len(), records.len(), "one message per row");
     for ((message, record), reference) in messages.iter().zip(&records).zip(references) {
         let Json::Object(mut fields) = reference else {

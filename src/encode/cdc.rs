@@ -349,6 +349,7 @@ mod tests {
         let consumed = encoder.encode(stamp, records, &mut batch).unwrap();
         let payloads = batch
             .into_messages()
+            .unwrap()
             .into_iter()
             .map(|m| String::from_utf8(m.payload).unwrap())
             .collect();

@@ -7,7 +7,13 @@
 //! `$changelog` view: `_change_type`, `_log_offset`, `_commit_timestamp`. A snapshot's rows
 //! (`starting_offset = "full"`) are `insert`s whose `_log_offset` is the offset the snapshot
 //! was taken at and whose `_commit_timestamp` is when it was taken.
+//!
+//! Compressed payloads (`arrow_ipc_compression`) are built when the batch is handed over, on
+//! several threads ([`Batch::push_deferred`]): compression costs far more than slicing, and one
+//! core compressing batch after batch was the bound. Until then a message counts with its
+//! uncompressed size times the compression ratio seen so far.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
@@ -30,6 +36,33 @@ pub struct IpcMessages {
     max_bytes: usize,
     /// The changelog schema, rebuilt only when the table's batch schema changes.
     changelog_schema: Option<(SchemaRef, SchemaRef)>,
+    /// Compressed payloads against their uncompressed estimates; `None` without compression.
+    ratio: Option<Arc<Ratio>>,
+}
+
+/// Bytes in and out of the compressed payloads built so far.
+#[derive(Default)]
+struct Ratio {
+    estimated: AtomicU64,
+    compressed: AtomicU64,
+}
+
+impl Ratio {
+    /// `estimate` scaled by the ratio seen so far (1 before the first payload).
+    fn scale(&self, estimate: usize) -> usize {
+        let estimated = self.estimated.load(Ordering::Relaxed);
+        let compressed = self.compressed.load(Ordering::Relaxed);
+        if estimated == 0 {
+            return estimate;
+        }
+        (estimate as u128 * u128::from(compressed) / u128::from(estimated)) as usize
+    }
+
+    fn record(&self, estimate: usize, compressed: usize) {
+        self.estimated.fetch_add(estimate as u64, Ordering::Relaxed);
+        self.compressed
+            .fetch_add(compressed as u64, Ordering::Relaxed);
+    }
 }
 
 /// `_change_type` values, named like Fluss' `$changelog` view.
@@ -50,6 +83,7 @@ impl IpcMessages {
             IpcCompression::Lz4 => Some(CompressionType::LZ4_FRAME),
             IpcCompression::Zstd => Some(CompressionType::ZSTD),
         };
+        let ratio = compression.is_some().then(Arc::default);
         let options = IpcWriteOptions::default()
             .try_with_compression(compression)
             .map_err(|cause| Error::Ipc { cause })?;
@@ -58,21 +92,13 @@ impl IpcMessages {
             options,
             max_bytes,
             changelog_schema: None,
+            ratio,
         })
     }
 
+    #[cfg(test)]
     fn write_stream(&self, batch: &RecordBatch) -> Result<Vec<u8>> {
-        let ipc = |cause| Error::Ipc { cause };
-        let capacity = batch.get_array_memory_size().min(self.max_bytes) + 1024;
-        let mut writer = StreamWriter::try_new_with_options(
-            Vec::with_capacity(capacity),
-            &batch.schema(),
-            self.options.clone(),
-        )
-        .map_err(ipc)?;
-        writer.write(batch).map_err(ipc)?;
-        writer.finish().map_err(ipc)?;
-        writer.into_inner().map_err(ipc)
+        write_stream(batch, &self.options, self.max_bytes)
     }
 
     fn with_changelog_columns(
@@ -142,14 +168,55 @@ impl Encoder for IpcMessages {
                 } else {
                     slice
                 };
-                let payload = self.write_stream(&slice)?;
-                batch.push(bucket.ipc(first.offset(), first.timestamp(), run, payload));
+                let estimate = bytes_per_row(arrow) * run;
+                match &self.ratio {
+                    None => {
+                        let payload = write_stream(&slice, &self.options, self.max_bytes)?;
+                        batch.push(bucket.ipc(first.offset(), first.timestamp(), run, payload));
+                    }
+                    Some(ratio) => {
+                        let message =
+                            bucket.ipc(first.offset(), first.timestamp(), run, Vec::new());
+                        let (options, max_bytes, ratio) =
+                            (self.options.clone(), self.max_bytes, ratio.clone());
+                        let scaled = ratio.scale(estimate);
+                        batch.push_deferred(
+                            message,
+                            estimate,
+                            scaled,
+                            Box::new(move || {
+                                let payload = write_stream(&slice, &options, max_bytes)?;
+                                ratio.record(estimate, payload.len());
+                                Ok(payload)
+                            }),
+                        );
+                    }
+                }
                 at += run;
                 consumed += run;
             }
         }
         Ok(consumed)
     }
+}
+
+/// One IPC stream holding `batch`.
+fn write_stream(
+    batch: &RecordBatch,
+    options: &IpcWriteOptions,
+    max_bytes: usize,
+) -> Result<Vec<u8>> {
+    let ipc = |cause| Error::Ipc { cause };
+    let capacity = batch.get_array_memory_size().min(max_bytes) + 1024;
+    let mut writer = StreamWriter::try_new_with_options(
+        Vec::with_capacity(capacity),
+        &batch.schema(),
+        options.clone(),
+    )
+    .map_err(ipc)?;
+    writer.write(batch).map_err(ipc)?;
+    writer.finish().map_err(ipc)?;
+    writer.into_inner().map_err(ipc)
 }
 
 /// How many leading records point at consecutive rows of their batch (a slice needs that).
@@ -165,11 +232,14 @@ fn contiguous_rows(records: &[ScanRecord]) -> usize {
         .count()
 }
 
+/// Uncompressed bytes per row of `batch` (its buffers over its rows).
+fn bytes_per_row(batch: &RecordBatch) -> usize {
+    (batch.get_array_memory_size() / batch.num_rows().max(1)).max(1)
+}
+
 /// Rows per message so that one message stays near `max_bytes`.
 fn rows_per_message(batch: &RecordBatch, max_bytes: usize) -> usize {
-    let rows = batch.num_rows().max(1);
-    let bytes_per_row = (batch.get_array_memory_size() / rows).max(1);
-    (max_bytes / bytes_per_row).max(1)
+    (max_bytes / bytes_per_row(batch)).max(1)
 }
 
 #[cfg(test)]
@@ -260,7 +330,7 @@ mod tests {
         let mut encoder = IpcMessages::new(true, IpcCompression::None, 1 << 20).unwrap();
         let mut out = Batch::new(10, usize::MAX);
         assert_eq!(encoder.encode(&stamp, &records, &mut out).unwrap(), 5);
-        let messages = out.into_messages();
+        let messages = out.into_messages().unwrap();
         assert_eq!(messages.len(), 1);
         assert_eq!(messages[0].id, Some(snapshot_id(7, None, 1, 300, 0)));
         let back = &read_back(&messages[0].payload)[0];
@@ -275,6 +345,69 @@ mod tests {
             .downcast_ref::<Int64Array>()
             .unwrap();
         assert!((0..5).all(|i| change.value(i) == "insert" && offsets.value(i) == 300));
+    }
+
+    /// Log records pointing at every row of `batch`.
+    fn log_records(batch: RecordBatch) -> Vec<ScanRecord> {
+        use fluss::metadata::{DataTypes, RowType};
+        use fluss::row::ColumnarRow;
+
+        let rows = batch.num_rows();
+        let row_type = Arc::new(RowType::new(vec![
+            DataTypes::field("id", DataTypes::bigint()),
+            DataTypes::field("name", DataTypes::string()),
+        ]));
+        let row = ColumnarRow::new(Arc::new(batch), row_type, 0, None).unwrap();
+        (0..rows)
+            .map(|i| {
+                let mut row = row.clone();
+                row.set_row_id(i);
+                ScanRecord::new(row, i as i64, 1234, ChangeType::AppendOnly)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn compressed_payloads_are_built_at_hand_over_and_counted_by_the_ratio_seen() {
+        use crate::config::options::HeaderSet;
+        use crate::encode::stamp::Stamper;
+        use crate::position::BucketKey;
+
+        let whole = sample(20_000);
+        let records = log_records(whole.clone());
+        let stamp = Stamper::new(7, "db.t", HeaderSet::ALL)
+            .unwrap()
+            .bucket(BucketKey::bucket(0), None)
+            .unwrap();
+        let per_row = bytes_per_row(&whole);
+        let mut encoder = IpcMessages::new(false, IpcCompression::Zstd, per_row * 1000).unwrap();
+        let mut rows_back = Vec::new();
+        let mut estimated = Vec::new();
+        for half in records.chunks(10_000) {
+            let mut out = Batch::new(100, usize::MAX);
+            assert_eq!(encoder.encode(&stamp, half, &mut out).unwrap(), 10_000);
+            assert!(
+                out.has_deferred(),
+                "compressed payloads wait for the hand-over"
+            );
+            estimated.push(out.bytes());
+            let messages = out.into_messages().unwrap();
+            assert_eq!(messages.len(), 10, "1000 rows per message");
+            for message in messages {
+                rows_back.extend(read_back(&message.payload));
+            }
+        }
+        let back = arrow_select::concat::concat_batches(&whole.schema(), &rows_back).unwrap();
+        assert_eq!(back, whole, "every row, in order");
+        assert_eq!(
+            estimated[0],
+            per_row * 10_000,
+            "no ratio before the first payload"
+        );
+        assert!(
+            estimated[1] * 2 < estimated[0],
+            "then the compression ratio scales the estimate: {estimated:?}"
+        );
     }
 
     #[test]

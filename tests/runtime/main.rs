@@ -4,6 +4,7 @@
 //! run by `scripts/test-runtime.sh`); without the binaries every test fails and says how to get them.
 
 mod arrow_ipc;
+mod consumers;
 mod debezium;
 mod fixture;
 mod iggy_outage;

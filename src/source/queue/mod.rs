@@ -372,6 +372,7 @@ mod tests {
     fn payloads(batch: Batch) -> Vec<String> {
         batch
             .into_messages()
+            .unwrap()
             .into_iter()
             .map(|m| String::from_utf8(m.payload).unwrap())
             .collect()

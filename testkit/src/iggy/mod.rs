@@ -11,6 +11,7 @@
 //! - [`ConnectorsRuntime`] writes a runtime config and one file per [`SourceConnector`], runs
 //!   `iggy-connectors` with its output in a log file, and stops it gracefully or kills it, so a
 //!   test can restart it on the same state dir.
+//! - [`Program`] runs another program of a test (a consumer example) the same way.
 //! - [`parse_messages`] decodes Iggy's binary message format as `iggy message poll
 //!   --output-file` writes it.
 
@@ -202,6 +203,32 @@ impl Drop for Process {
             let _ = watchdog.kill();
             let _ = watchdog.wait();
         }
+    }
+}
+
+/// Another program a test runs next to Iggy (a consumer example), with its output in a log
+/// file; killed when dropped, or by the watchdog when the test process dies.
+pub struct Program(Process);
+
+impl Program {
+    /// Starts `command` (named `name` in messages) with stdout and stderr appended to `log`.
+    pub fn start(name: &'static str, command: Command, log: &Path) -> Program {
+        Program(Process::spawn(name, command, log))
+    }
+
+    /// Waits up to `deadline` for the program to exit; one still running then is killed and
+    /// the test fails with its log tail.
+    pub fn wait(mut self, deadline: Duration) -> ExitStatus {
+        wait_until(deadline, &format!("{} to exit", self.0.name), || {
+            self.0
+                .exited()
+                .ok_or_else(|| format!("log tail:\n{}", tail(&self.0.log)))
+        })
+    }
+
+    /// Its output so far, without terminal colours.
+    pub fn log(&self) -> String {
+        read_log(&self.0.log)
     }
 }
 

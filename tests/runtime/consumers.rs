@@ -1,0 +1,420 @@
+//! The consumer examples of `examples/` against the real runtime: each consumes the topic while
+//! `iggy-connectors` is killed with SIGKILL and restarted twice, drops the repeats by the last
+//! offset per bucket, and ends with exactly the table: rows of a log table (JSON and Arrow
+//! IPC), or a primary-key table's state per key (Debezium).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fluss_testkit::fluss::metadata::TablePath;
+use fluss_testkit::fluss::row::GenericRow;
+use fluss_testkit::iggy::{ConnectorsRuntime, Message, Program, Stop};
+use fluss_testkit::tables::{
+    sample_amount, sample_log_schema, sample_name, sample_pk_schema, sample_row,
+};
+use fluss_testkit::write::{self, Change};
+use serde_json::{json, Value};
+
+use crate::fixture::{append, bucket, connector, create_table, offset, rt, World, DELIVERY};
+
+const BUCKETS: i32 = 3;
+
+/// The Python client of Iggy that talks to the cc269ef server, and pyarrow; installed from
+/// PyPI when missing.
+const PYTHON_PACKAGES: [(&str, &str); 2] = [
+    ("apache_iggy", "apache-iggy==0.9.0.dev4"),
+    ("pyarrow", "pyarrow"),
+];
+
+fn ensure_python_packages() {
+    let importable = |module: &str| {
+        Command::new("python3")
+            .args(["-c", &format!("import {module}")])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    for (module, package) in PYTHON_PACKAGES {
+        if importable(module) {
+            continue;
+        }
+        let status = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", package])
+            .status()
+            .expect("python3 runs");
+        assert!(
+            status.success() && importable(module),
+            "{package} could not be installed from PyPI (python3 -m pip install \"{package}\")"
+        );
+    }
+}
+
+fn example(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(path)
+}
+
+/// A consumer example polling `topic` from its first message; it stops once the test creates
+/// its stop file and the topic is drained.
+struct Consumer {
+    name: &'static str,
+    program: Program,
+    stop_file: PathBuf,
+    result: PathBuf,
+    log: PathBuf,
+}
+
+impl Consumer {
+    fn start(
+        world: &World,
+        name: &'static str,
+        mut command: Command,
+        topic: &str,
+        format: &str,
+    ) -> Consumer {
+        let file = |ext: &str| world.dir.join(format!("{topic}-{name}.{ext}"));
+        let (stop_file, result, log) = (file("stop"), file("json"), file("log"));
+        command
+            .args(["--server", &world.server.address()])
+            .args(["--stream", crate::fixture::STREAM, "--topic", topic])
+            .args(["--format", format])
+            .arg("--stop-file")
+            .arg(&stop_file)
+            .arg("--result")
+            .arg(&result);
+        Consumer {
+            name,
+            program: Program::start(name, command, &log),
+            stop_file,
+            result,
+            log,
+        }
+    }
+
+    /// Tells the consumer to stop once drained, waits for its exit and returns its result,
+    /// printing the repeats it dropped (which must be the rows the topic holds twice).
+    fn finish(self, expected_repeats: usize) -> Value {
+        std::fs::write(&self.stop_file, b"").expect("write the stop file");
+        let name = self.name;
+        let status = self.program.wait(DELIVERY);
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        assert!(status.success(), "the {name} failed ({status}):\n{log}");
+        let text = std::fs::read_to_string(&self.result)
+            .unwrap_or_else(|e| panic!("read {}: {e}; {name} log:\n{log}", self.result.display()));
+        let value: Value = serde_json::from_str(&text).expect("the consumer's result is JSON");
+        eprintln!(
+            "{name}: {} messages, {} repeated rows dropped",
+            value["messages"], value["repeats"]
+        );
+        assert_eq!(
+            value["repeats"].as_u64(),
+            Some(expected_repeats as u64),
+            "the {name} dropped exactly the rows the topic holds twice"
+        );
+        value
+    }
+}
+
+/// Every consumer example on `topic`: the Python one, and the Rust one when
+/// `CONSUMER_RUST_BIN` names its binary (scripts/test-runtime.sh with `CONSUMER_RUST=1`).
+fn consumers(world: &World, topic: &str, format: &str) -> Vec<Consumer> {
+    ensure_python_packages();
+    let mut python = Command::new("python3");
+    python.arg(example("consumer_python/consume.py"));
+    let mut started = vec![Consumer::start(
+        world,
+        "python consumer",
+        python,
+        topic,
+        format,
+    )];
+    match std::env::var_os("CONSUMER_RUST_BIN").filter(|bin| !bin.is_empty()) {
+        Some(bin) => {
+            let bin = PathBuf::from(bin);
+            assert!(
+                bin.is_file(),
+                "CONSUMER_RUST_BIN={} is not a file; build it with `cargo build --release --locked --manifest-path examples/consumer_rust/Cargo.toml`",
+                bin.display()
+            );
+            started.push(Consumer::start(
+                world,
+                "rust consumer",
+                Command::new(bin),
+                topic,
+                format,
+            ));
+        }
+        None => eprintln!(
+            "rust consumer: not run (CONSUMER_RUST=1 scripts/test-runtime.sh builds and runs it)"
+        ),
+    }
+    started
+}
+
+/// Kills the runtime with SIGKILL twice. A copy of connector `key`'s state file is taken once
+/// `progress` (rows in the topic) reaches `backup_at` (`None`: the copy is "no state file",
+/// taken before the first run); the first kill comes once `progress` reaches `kill_at`, the
+/// second as soon as the runtime has opened the connector again, and that restart puts the
+/// copy back, as an operator restoring a backup (or losing the state file) would (README
+/// "Upgrading and rolling back"): everything delivered since the copy comes again, so the
+/// consumers have repeats to drop whatever instant the kills hit.
+fn kill_twice(
+    world: &World,
+    runtime: &mut ConnectorsRuntime,
+    key: &str,
+    topic: &str,
+    progress: impl Fn(&[Message]) -> usize,
+    (backup_at, kill_at): (Option<usize>, usize),
+) {
+    let state = runtime.state_file(key);
+    let backup = backup_at.map(|at| {
+        world.wait_for(topic, &format!("{at} rows"), |m| progress(m) >= at);
+        stable_copy(&state)
+    });
+    world.wait_for(topic, &format!("{kill_at} rows before a SIGKILL"), |m| {
+        progress(m) >= kill_at
+    });
+    runtime.stop(Stop::Kill).expect("the runtime was running");
+    runtime.restart();
+    runtime.wait_for_log("(saved state)", 1, DELIVERY);
+    runtime.stop(Stop::Kill).expect("the runtime was running");
+    match backup {
+        Some(bytes) => std::fs::write(&state, bytes).expect("put the older state back"),
+        None => std::fs::remove_file(&state).expect("remove the state file"),
+    }
+    runtime.restart();
+}
+
+/// The state file's bytes, read until two reads agree (the runtime rewrites it while it runs).
+fn stable_copy(state: &Path) -> Vec<u8> {
+    let read = || std::fs::read(state).expect("read the state file");
+    let mut last = read();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let now = read();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// The (bucket, offset) of every row a message carries.
+fn row_positions(m: &Message) -> impl Iterator<Item = (i32, i64)> {
+    let rows = m
+        .headers
+        .get("fluss_row_count")
+        .and_then(|count| count.as_i64())
+        .unwrap_or(1);
+    let (b, first) = (bucket(m), offset(m));
+    (first..first + rows).map(move |o| (b, o))
+}
+
+/// Rows the topic holds (each counted once), and rows it holds more than once.
+fn distinct_and_repeated(messages: &[Message]) -> (usize, usize) {
+    let mut seen = BTreeSet::new();
+    let mut repeated = 0;
+    for position in messages.iter().flat_map(row_positions) {
+        if !seen.insert(position) {
+            repeated += 1;
+        }
+    }
+    (seen.len(), repeated)
+}
+
+fn sample_json(id: i64) -> Value {
+    json!({ "id": id, "name": sample_name(id), "amount": sample_amount(id) })
+}
+
+/// A log table read through two SIGKILLs by the Python consumer in `format`.
+fn log_rows_through_two_kills(test: &str, format: &str, schema: &str, extra: Value) {
+    const ROWS: i64 = 6000;
+    let topic = format!("orders_{format}");
+    let world = World::new(test);
+    let (table, _) = create_table(test, sample_log_schema(), BUCKETS);
+    append(&table, (0..ROWS / 3).map(sample_row));
+    let consumers = consumers(&world, &topic, format);
+    let key = format!("fluss_{test}");
+    let mut runtime = world.runtime(&[connector(&key, &table, &topic, schema, extra)]);
+    // Small appends while the runtime reads and dies: many small batches.
+    let writer = {
+        let table = table.clone();
+        std::thread::spawn(move || {
+            for chunk in (ROWS / 3..ROWS).step_by(100) {
+                append(&table, (chunk..chunk + 100).map(sample_row));
+            }
+        })
+    };
+    let distinct = |m: &[Message]| distinct_and_repeated(m).0;
+    // The rows move faster than the topic can be read back: the second restart starts over.
+    kill_twice(&world, &mut runtime, &key, &topic, distinct, (None, 3000));
+    writer.join().expect("writer thread");
+    world.wait_for(&topic, &format!("{ROWS} distinct rows and repeats"), |m| {
+        let (distinct, repeated) = distinct_and_repeated(m);
+        distinct >= ROWS as usize && repeated > 0
+    });
+    runtime.stop(Stop::Interrupt);
+    let (_, repeated) = distinct_and_repeated(&world.messages(&topic));
+
+    for consumer in consumers {
+        let name = consumer.name;
+        let value = consumer.finish(repeated);
+        let mut rows = value["rows"].as_array().expect("rows").clone();
+        rows.sort_by_key(|row| row["id"].as_i64());
+        assert_eq!(
+            rows,
+            (0..ROWS).map(sample_json).collect::<Vec<_>>(),
+            "after de-duplication the {name} holds every row of the table once"
+        );
+        if !value["decoded"].is_null() {
+            eprintln!(
+                "{name}: decoded {}, decode rate {}",
+                value["decoded"], value["decode_rate"]
+            );
+        }
+    }
+}
+
+#[test]
+fn json_consumers_see_every_row_once_through_two_sigkills() {
+    log_rows_through_two_kills("consume_py_json", "json", "json", json!({}));
+}
+
+#[test]
+fn arrow_consumers_see_every_row_once_through_two_sigkills() {
+    log_rows_through_two_kills(
+        "consume_py_ipc",
+        "arrow",
+        "raw",
+        json!({ "payload_format": "arrow_ipc" }),
+    );
+}
+
+fn renamed(id: i64, round: i64) -> GenericRow<'static> {
+    let mut row = GenericRow::new(3);
+    row.set_field(0, id);
+    row.set_field(1, format!("round-{round}-{id}"));
+    row.set_field(2, (id * round) as f64);
+    row
+}
+
+fn write_changes(table: &TablePath, changes: Vec<Change<'static>>) {
+    rt().block_on(async {
+        let connection = fluss_testkit::Cluster::shared().connection().await;
+        write::write_changes(&connection, table, changes).await;
+    });
+}
+
+/// Replays Debezium events by id (each id once), as a check independent of the consumers: a
+/// bucket's snapshot taken anew (another snapshot offset in its ids) replaces its keys.
+fn replay(messages: &[Message]) -> BTreeMap<i64, Value> {
+    let mut ids = BTreeSet::new();
+    let mut snapshots: BTreeMap<i64, u128> = BTreeMap::new();
+    let mut state: BTreeMap<i64, (i64, Value)> = BTreeMap::new();
+    for m in messages.iter().filter(|m| ids.insert(m.id)) {
+        let event: Value = serde_json::from_slice(&m.payload).expect("payload is JSON");
+        let bucket = event["source"]["bucket"].as_i64().expect("source.bucket");
+        if m.id >> 126 == 2 {
+            let at = (m.id >> 32) & ((1 << 24) - 1);
+            if snapshots
+                .insert(bucket, at)
+                .is_some_and(|before| before != at)
+            {
+                state.retain(|_, (b, _)| *b != bucket);
+            }
+        }
+        let key = |image: &Value| image["id"].as_i64().expect("key in the image");
+        if event["op"] == "d" {
+            state.remove(&key(&event["before"]));
+        } else {
+            state.insert(key(&event["after"]), (bucket, event["after"].clone()));
+        }
+    }
+    state
+        .into_iter()
+        .map(|(key, (_, row))| (key, row))
+        .collect()
+}
+
+#[test]
+fn debezium_consumers_keep_the_table_state_through_two_sigkills() {
+    const KEYS: i64 = 600;
+    const ROUNDS: i64 = 10;
+    let topic = "customers_cdc";
+    let world = World::new("consume_py_cdc");
+    let (table, _) = create_table("consume_py_cdc", sample_pk_schema(), BUCKETS);
+    // The first rows arrive as snapshot events (`starting_offset = "full"`, the default).
+    write_changes(
+        &table,
+        (0..KEYS).map(|id| Change::Upsert(sample_row(id))).collect(),
+    );
+    let consumers = consumers(&world, topic, "debezium");
+    const KEY: &str = "fluss_customers_cdc";
+    let mut runtime = world.runtime(&[connector(
+        KEY,
+        &table,
+        topic,
+        "json",
+        json!({ "changelog_format": "debezium" }),
+    )]);
+    // Each round updates a tenth of the keys, deletes a few and inserts new ones.
+    let mut expected: BTreeMap<i64, Value> = (0..KEYS).map(|id| (id, sample_json(id))).collect();
+    let mut rounds = Vec::new();
+    for round in 1..=ROUNDS {
+        let mut changes = Vec::new();
+        for id in (round..KEYS).step_by(10) {
+            changes.push(Change::Upsert(renamed(id, round)));
+            expected.insert(
+                id,
+                json!({ "id": id, "name": format!("round-{round}-{id}"), "amount": (id * round) as f64 }),
+            );
+        }
+        for id in (round * 7..KEYS).step_by(97) {
+            changes.push(Change::Delete(sample_row(id)));
+            expected.remove(&id);
+        }
+        let new = KEYS + round;
+        changes.push(Change::Upsert(sample_row(new)));
+        expected.insert(new, sample_json(new));
+        rounds.push(changes);
+    }
+    // The changes start once the snapshot is in the topic; the copy of the state and the
+    // first kill come among them.
+    let count = |m: &[Message]| m.len();
+    world.wait_for(topic, "the snapshot", |m| count(m) >= KEYS as usize);
+    let writer = {
+        let table = table.clone();
+        std::thread::spawn(move || {
+            for changes in rounds {
+                write_changes(&table, changes);
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+        })
+    };
+    let points = (Some(KEYS as usize + 50), KEYS as usize + 300);
+    kill_twice(&world, &mut runtime, KEY, topic, count, points);
+    writer.join().expect("writer thread");
+    let distinct_ids = |m: &[Message]| m.iter().map(|m| m.id).collect::<BTreeSet<_>>().len();
+    world.wait_for(topic, "the table's final state and repeats", |m| {
+        distinct_ids(m) < m.len() && replay(m) == expected
+    });
+    runtime.stop(Stop::Interrupt);
+    let messages = world.messages(topic);
+    let repeated = messages.len() - distinct_ids(&messages);
+
+    for consumer in consumers {
+        let name = consumer.name;
+        let value = consumer.finish(repeated);
+        let state: BTreeMap<i64, Value> = value["state"]
+            .as_array()
+            .expect("state")
+            .iter()
+            .map(|row| (row["id"].as_i64().expect("id"), row.clone()))
+            .collect();
+        assert_eq!(
+            state, expected,
+            "after de-duplication the {name}'s state per key equals the table"
+        );
+    }
+}
