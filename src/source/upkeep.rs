@@ -1,7 +1,7 @@
 //! Work between batches: the liveness probe while no records arrive, partition discovery and
 //! the progress line.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fluss::rpc::message::OffsetSpec;
 
@@ -10,6 +10,10 @@ use crate::client::{discovery, offsets};
 use crate::config::options::StartingOffset;
 use crate::error::{Error, Fault, Result};
 use crate::position::BucketKey;
+
+/// How often the high watermarks are listed for the metrics (`metrics_address`), so a
+/// scrape every 15 s or more sees every change of lag.
+const WATERMARKS_INTERVAL: Duration = Duration::from_secs(5);
 
 impl FlussSource {
     /// Periodic work between batches: partition discovery, the liveness probe and the
@@ -34,7 +38,12 @@ impl FlussSource {
                 self.telemetry.retrying("listing partitions failed", &e);
             }
         }
-        if self.telemetry.progress_due() {
+        let progress_due = self.telemetry.progress_due();
+        let watermarks_due = self.telemetry.metrics.enabled()
+            && self
+                .last_watermarks
+                .is_none_or(|last| last.elapsed() >= WATERMARKS_INTERVAL);
+        if progress_due || watermarks_due {
             let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
             let latest = offsets::list(
                 &self.table,
@@ -44,8 +53,12 @@ impl FlussSource {
             )
             .await
             .unwrap_or_default();
-            let current = self.progress.current().clone();
-            self.telemetry.progress(&current, &latest);
+            self.last_watermarks = Some(Instant::now());
+            self.telemetry.metrics.high_watermarks(&latest);
+            if progress_due {
+                let current = self.progress.current().clone();
+                self.telemetry.progress(&current, &latest);
+            }
         }
         Ok(())
     }
@@ -101,6 +114,7 @@ impl FlussSource {
                     for (key, position) in positions {
                         self.progress.set_committed(key, position);
                     }
+                    self.telemetry.metrics.committed(self.progress.committed());
                     self.scanner = None;
                 }
                 Err(error) if error.fault() == Fault::Retry => self
@@ -172,6 +186,8 @@ impl FlussSource {
             }
         }
         self.telemetry.partitions(&added, &dropped);
+        self.telemetry.metrics.partitions(self.buckets.partitions());
+        self.telemetry.metrics.committed(self.progress.committed());
         Ok(())
     }
 }
