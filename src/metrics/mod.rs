@@ -17,7 +17,7 @@ mod serve;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fluss::PartitionId;
@@ -253,16 +253,35 @@ impl Metrics {
 
     /// High watermarks just listed.
     pub fn high_watermarks(&self, latest: &Offsets) {
-        if let Some(f) = self.figures() {
-            f.views()
-                .high_watermarks
-                .extend(latest.iter().map(|(k, o)| (*k, *o)));
+        if let Some(sink) = self.sink() {
+            sink.high_watermarks(latest);
         }
+    }
+
+    /// A handle a background task can report high watermarks through (`None` without
+    /// metrics).
+    pub fn sink(&self) -> Option<Sink> {
+        self.0.as_ref().map(|r| Sink(Arc::clone(&r.figures)))
     }
 
     /// Whether metrics are on.
     pub fn enabled(&self) -> bool {
         self.0.is_some()
+    }
+}
+
+/// Where a background listing of the high watermarks reports them, so the listing never
+/// holds up a poll. Reports after the connector closed go nowhere.
+#[derive(Debug, Clone)]
+pub struct Sink(Arc<Figures>);
+
+impl Sink {
+    /// High watermarks just listed.
+    pub fn high_watermarks(&self, latest: &Offsets) {
+        self.0
+            .views()
+            .high_watermarks
+            .extend(latest.iter().map(|(k, o)| (*k, *o)));
     }
 }
 

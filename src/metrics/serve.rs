@@ -153,22 +153,17 @@ mod tests {
 
     #[test]
     fn only_get_metrics_is_served() {
-        assert_eq!(
-            status(&respond(b"GET /metrics HTTP/1.1\r\n\r\n")),
-            "HTTP/1.1 200 OK"
-        );
-        assert_eq!(
-            status(&respond(b"GET /metrics?x=1 HTTP/1.1\r\n\r\n")),
-            "HTTP/1.1 200 OK"
-        );
-        assert_eq!(
-            status(&respond(b"GET / HTTP/1.1\r\n\r\n")),
-            "HTTP/1.1 404 Not Found"
-        );
-        assert_eq!(
-            status(&respond(b"POST /metrics HTTP/1.1\r\n\r\n")),
-            "HTTP/1.1 405 Method Not Allowed"
-        );
+        for (request, want) in [
+            (&b"GET /metrics HTTP/1.1\r\n\r\n"[..], "HTTP/1.1 200 OK"),
+            (b"GET /metrics?x=1 HTTP/1.1\r\n\r\n", "HTTP/1.1 200 OK"),
+            (b"GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
+            (
+                b"POST /metrics HTTP/1.1\r\n\r\n",
+                "HTTP/1.1 405 Method Not Allowed",
+            ),
+        ] {
+            assert_eq!(status(&respond(request)), want);
+        }
         let head = respond(b"HEAD /metrics HTTP/1.1\r\n\r\n");
         assert!(String::from_utf8_lossy(&head).ends_with("\r\n\r\n"));
     }

@@ -74,8 +74,9 @@ pub struct FlussSource {
     /// Since when client polls return nothing (`None` while records arrive).
     idle_since: Option<Instant>,
     last_liveness: Instant,
-    /// When the high watermarks were last listed for the metrics (`None`: not yet).
-    last_watermarks: Option<Instant>,
+    /// When the high watermarks were last listed for the metrics, and that listing's task
+    /// (`None`: not yet).
+    last_watermarks: Option<(Instant, tokio::task::JoinHandle<()>)>,
     telemetry: Telemetry,
     /// Where a bounded read stops (`stopping_offset`); unbounded by default.
     bound: Bound,

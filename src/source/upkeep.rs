@@ -38,12 +38,7 @@ impl FlussSource {
                 self.telemetry.retrying("listing partitions failed", &e);
             }
         }
-        let progress_due = self.telemetry.progress_due();
-        let watermarks_due = self.telemetry.metrics.enabled()
-            && self
-                .last_watermarks
-                .is_none_or(|last| last.elapsed() >= WATERMARKS_INTERVAL);
-        if progress_due || watermarks_due {
+        if self.telemetry.progress_due() {
             let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
             let latest = offsets::list(
                 &self.table,
@@ -53,14 +48,37 @@ impl FlussSource {
             )
             .await
             .unwrap_or_default();
-            self.last_watermarks = Some(Instant::now());
             self.telemetry.metrics.high_watermarks(&latest);
-            if progress_due {
-                let current = self.progress.current().clone();
-                self.telemetry.progress(&current, &latest);
-            }
+            let current = self.progress.current().clone();
+            self.telemetry.progress(&current, &latest);
         }
+        self.list_watermarks();
         Ok(())
+    }
+
+    /// With metrics on, lists the high watermarks every [`WATERMARKS_INTERVAL`] in a task of
+    /// its own (one at a time), so the request never holds up a poll; a failure only leaves
+    /// the last values in place (the liveness probe reports outages).
+    fn list_watermarks(&mut self) {
+        let Some(sink) = self.telemetry.metrics.sink() else {
+            return;
+        };
+        let due = self
+            .last_watermarks
+            .as_ref()
+            .is_none_or(|(at, task)| at.elapsed() >= WATERMARKS_INTERVAL && task.is_finished());
+        if !due {
+            return;
+        }
+        let table = self.table.clone();
+        let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
+        let names = self.buckets.partitions().clone();
+        let task = tokio::spawn(async move {
+            if let Ok(latest) = offsets::list(&table, &keys, &names, OffsetSpec::Latest).await {
+                sink.high_watermarks(&latest);
+            }
+        });
+        self.last_watermarks = Some((Instant::now(), task));
     }
 
     /// Asks the cluster for the high watermarks while no records arrive. A failure is a WARN
