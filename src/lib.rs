@@ -15,7 +15,8 @@
 //! - [`state`]: positions persisted as versioned MessagePack;
 //! - [`json`]: Arrow columns to JSON values (a leaf);
 //! - [`encode`]: records to messages: ids and headers, JSON rows, change envelopes, Arrow IPC;
-//! - [`metrics`]: the Prometheus endpoint (`metrics_address`) and what it shows (a leaf);
+//! - [`metrics`]: the Prometheus endpoint (`metrics_address`) and what it shows (imports only
+//!   [`position`]);
 //! - [`source`]: the `Source` implementation: wiring, the delivery queue, telemetry;
 //! - [`error`]: the error type and the classification of fluss-rs errors.
 #![cfg_attr(
