@@ -4,7 +4,8 @@
 //! (c) the same in Arrow IPC mode,
 //! (d) a primary-key table's changelog as Debezium JSON,
 //! (e) the same table from its snapshot (`starting_offset = "full"`, Debezium `r` events),
-//! (f) the same snapshot as Arrow IPC.
+//! (f) the same snapshot as Arrow IPC,
+//! (g) (b) with the Prometheus endpoint on (`metrics_address`), for the cost of the metrics.
 //!
 //! Each measurement runs in its own child process (this binary with `--child MODE`) so that its
 //! peak RSS (VmHWM) is its own. Prints rows/s, the ratio to (a) and peak RSS per mode.
@@ -102,6 +103,11 @@ fn child(args: &[String]) {
         }
         "records" => runtime().block_on(bare_records(bootstrap, &path, rows)),
         "json" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows),
+        // An ephemeral port: each child process has its own listener.
+        "json_metrics" => through_plugin(
+            config(serde_json::json!({"batch_size": 5000, "metrics_address": "127.0.0.1:0"})),
+            rows,
+        ),
         "ipc" => through_plugin(
             config(serde_json::json!({"payload_format": "arrow_ipc", "batch_size": 50})),
             rows,
@@ -147,6 +153,7 @@ fn main() {
         ("bare", &log, rows),
         ("records", &log, rows),
         ("json", &log, rows),
+        ("json_metrics", &log, rows),
         ("ipc", &log, rows),
         ("debezium", &pk, pk_rows),
         ("snapshot", &pk, pk_rows),
@@ -183,14 +190,14 @@ fn main() {
     // Ratios are to the first mode run (the bare scanner unless `E2E_MODES` leaves it out).
     let bare_rate = rate_of(&runs[0]);
     println!("\n{repeat} rounds; medians per mode");
-    println!("mode       rows        seconds  rows/s      vs bare  peak RSS (highest)");
+    println!("mode         rows        seconds  rows/s      vs bare  peak RSS (highest)");
     for ((mode, _, _), runs) in modes.iter().zip(&runs) {
         let rate = rate_of(runs);
         let secs = median(&mut runs.iter().map(|r| r.1).collect());
         let rss = median(&mut runs.iter().map(|r| r.2).collect());
         let highest = runs.iter().map(|r| r.2).fold(0.0, f64::max);
         println!(
-            "{mode:<10} {:<11} {secs:<8.2} {rate:<11.0} {:<8.2} {:.1} MiB ({:.1})",
+            "{mode:<12} {:<11} {secs:<8.2} {rate:<11.0} {:<8.2} {:.1} MiB ({:.1})",
             runs[0].0,
             rate / bare_rate,
             rss / 1024.0,

@@ -14,6 +14,7 @@ use snafu::Snafu;
 use crate::config::ConfigError;
 use crate::filter::{ApplyError, FilterError};
 use crate::json::EncodeError;
+use crate::metrics::hub::MetricsError;
 use crate::position::{BucketKey, Offset};
 use crate::records::RecordWithoutBatch;
 use crate::scope::share::Assignment;
@@ -29,6 +30,10 @@ pub enum Error {
     /// The `[plugin_config]` section is invalid.
     #[snafu(transparent)]
     Config { source: ConfigError },
+
+    /// `metrics_address` cannot be served.
+    #[snafu(transparent)]
+    Metrics { source: MetricsError },
 
     /// The cluster did not answer within `connect_timeout`; `cause` is the last failure
     /// (`None`: the last attempt itself hung).

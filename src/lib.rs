@@ -15,6 +15,8 @@
 //! - [`state`]: positions persisted as versioned MessagePack;
 //! - [`json`]: Arrow columns to JSON values (a leaf);
 //! - [`encode`]: records to messages: ids and headers, JSON rows, change envelopes, Arrow IPC;
+//! - [`metrics`]: the Prometheus endpoint (`metrics_address`) and what it shows (imports only
+//!   [`position`]);
 //! - [`source`]: the `Source` implementation: wiring, the delivery queue, telemetry;
 //! - [`error`]: the error type and the classification of fluss-rs errors.
 #![cfg_attr(
@@ -28,6 +30,7 @@ pub mod encode;
 pub mod error;
 pub mod filter;
 pub mod json;
+pub mod metrics;
 pub mod position;
 pub mod records;
 pub mod scope;

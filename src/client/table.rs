@@ -13,7 +13,8 @@ use crate::config::options::TableType;
 use crate::config::Config;
 use crate::error::{Error, Fault, Result};
 
-/// The resolved table and what the source reads of it.
+/// The resolved table and what the source reads of it. Cloning shares the connection.
+#[derive(Clone)]
 pub struct Table {
     /// The live connection (scanners keep their own `Arc`s into it).
     pub conn: Arc<FlussConnection>,

@@ -6,6 +6,7 @@
 //! on its own, so an error names the key, the bad value and what is accepted.
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -144,12 +145,23 @@ pub struct Config {
     pub partitions: Option<PartitionFilter>,
     /// Most rows a bucket's snapshot may hold; a larger bucket is read from its changelog.
     pub snapshot_max_bucket_rows: usize,
+    /// Where the Prometheus endpoint listens (`None` = no metrics).
+    pub metrics_address: Option<SocketAddr>,
+    /// The `connector` label of this connector's metrics (`None` = `db.table`).
+    pub metrics_connector: Option<String>,
 }
 
 impl Config {
     /// `db.table`, as used in headers and logs.
     pub fn qualified_table(&self) -> String {
         format!("{}.{}", self.database, self.table)
+    }
+
+    /// The `connector` label of the metrics: `metrics_connector`, else `db.table`.
+    pub fn metrics_label(&self) -> String {
+        self.metrics_connector
+            .clone()
+            .unwrap_or_else(|| self.qualified_table())
     }
 
     /// Parses the JSON text the runtime passes to `iggy_source_open`.
@@ -244,6 +256,8 @@ struct RawConfig {
     stopping_offset: Option<Value>,
     partitions: Option<Value>,
     snapshot_max_bucket_rows: Option<Value>,
+    metrics_address: Option<Value>,
+    metrics_connector: Option<Value>,
 }
 
 impl RawConfig {
@@ -331,14 +345,20 @@ impl RawConfig {
                 1,
                 MAX_SNAPSHOT_MAX_BUCKET_ROWS,
             )?,
+            metrics_address: metrics_address(self.metrics_address)?,
+            metrics_connector: self
+                .metrics_connector
+                .filter(|v| !v.is_null())
+                .map(|v| name("metrics_connector", v))
+                .transpose()?,
         })
     }
 }
 
 mod values;
 use values::{
-    assignment, boolean, bootstrap, choice, columns, duration, filter, headers, integer, name,
-    partitions, required, sasl, starting_offset, stopping_offset,
+    assignment, boolean, bootstrap, choice, columns, duration, filter, headers, integer,
+    metrics_address, name, partitions, required, sasl, starting_offset, stopping_offset,
 };
 
 #[cfg(test)]

@@ -435,3 +435,28 @@ fn filter_is_parsed_and_a_syntax_error_points_at_its_column() {
     let e = error_for(json!({"filter": "  "}));
     assert!(e.message.contains("the filter is empty"), "{e}");
 }
+
+#[test]
+fn metrics_address_is_an_ip_and_port_and_off_by_default() {
+    let c = parse(json!({})).unwrap();
+    assert_eq!(c.metrics_address, None);
+    assert_eq!(c.metrics_label(), "fluss.orders");
+    let c = parse(json!({"metrics_address": " 127.0.0.1:9187 ", "metrics_connector": "orders"}))
+        .unwrap();
+    assert_eq!(c.metrics_address, Some("127.0.0.1:9187".parse().unwrap()));
+    assert_eq!(c.metrics_label(), "orders");
+    let c = parse(json!({"metrics_address": "[::1]:9187"})).unwrap();
+    assert_eq!(c.metrics_address, Some("[::1]:9187".parse().unwrap()));
+    for bad in [
+        json!("localhost:9187"),
+        json!("9187"),
+        json!("1.2.3.4"),
+        json!([1]),
+    ] {
+        let e = error_for(json!({ "metrics_address": bad }));
+        assert_eq!(e.key, "metrics_address", "{bad}");
+        assert!(e.message.contains("127.0.0.1:9187"), "{}", e.message);
+    }
+    let e = error_for(json!({"metrics_connector": ""}));
+    assert_eq!(e.key, "metrics_connector");
+}

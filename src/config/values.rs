@@ -2,6 +2,7 @@
 //! numbers and booleans are also accepted as text and text as numbers; every refusal names
 //! the key, the value and what is accepted.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -382,4 +383,18 @@ pub(super) fn partitions(value: Option<Value>) -> Result<Option<PartitionFilter>
     PartitionFilter::parse(&entries)
         .map(Some)
         .map_err(|message| ConfigError { key: KEY, message })
+}
+
+/// `metrics_address`: an IP address and port to listen on (`None` when unset).
+pub(super) fn metrics_address(value: Option<Value>) -> Result<Option<SocketAddr>, ConfigError> {
+    const KEY: &str = "metrics_address";
+    const ACCEPTED: &str =
+        "use ip:port, e.g. \"127.0.0.1:9187\" (or \"0.0.0.0:9187\" to listen on every interface)";
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let s = text(KEY, &value, ACCEPTED)?;
+    s.parse::<SocketAddr>()
+        .map(Some)
+        .map_err(|_| invalid(KEY, &value, ACCEPTED))
 }

@@ -5,14 +5,32 @@
 
 use std::collections::VecDeque;
 
-use super::{BucketKey, Position, Positions};
+use super::{BucketKey, Offsets, Position, Positions};
 
 /// Committed positions plus the positions staged by batches not answered yet: the one in
 /// flight and, with the SDK's poll-ahead, the one prepared behind it (oldest first).
 #[derive(Debug, Clone, Default)]
 pub struct Progress {
     committed: Positions,
-    staged: VecDeque<(Positions, Tally)>,
+    staged: VecDeque<Staged>,
+}
+
+/// What one batch handed over stages until it is answered.
+#[derive(Debug, Clone)]
+struct Staged {
+    positions: Positions,
+    tally: Tally,
+    /// The commit timestamp of the last row of each bucket in the batch.
+    times: Offsets,
+}
+
+/// What an Ack commits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// What the batch carried.
+    pub tally: Tally,
+    /// The commit timestamp of the last row of each bucket in it.
+    pub times: Offsets,
 }
 
 /// What one batch carried, counted when the runtime acknowledges it.
@@ -22,6 +40,8 @@ pub struct Tally {
     pub messages: u64,
     /// Fluss records they hold (an Arrow IPC message or an update pair holds several).
     pub rows: u64,
+    /// Their payload bytes.
+    pub bytes: u64,
 }
 
 impl Progress {
@@ -40,7 +60,7 @@ impl Progress {
 
     /// The positions the next batch starts from: the newest staged ones, if any.
     pub fn current(&self) -> &Positions {
-        self.staged.back().map_or(&self.committed, |(p, _)| p)
+        self.staged.back().map_or(&self.committed, |s| &s.positions)
     }
 
     /// Whether some batch handed over is still unanswered.
@@ -48,41 +68,52 @@ impl Progress {
         !self.staged.is_empty()
     }
 
-    /// Records the positions reached by a batch being handed over, and what it carries.
-    pub fn stage(&mut self, positions: Positions, tally: Tally) {
-        self.staged.push_back((positions, tally));
+    /// Records the positions reached by a batch being handed over, what it carries and the
+    /// commit timestamp of its last row per bucket.
+    pub fn stage(&mut self, positions: Positions, tally: Tally, times: Offsets) {
+        self.staged.push_back(Staged {
+            positions,
+            tally,
+            times,
+        });
     }
 
     /// The runtime acknowledged the oldest staged batch: its positions become committed.
     /// Returns what that batch carried.
-    pub fn commit(&mut self) -> Tally {
+    pub fn commit(&mut self) -> Committed {
         match self.staged.pop_front() {
-            Some((staged, tally)) => {
-                self.committed = staged;
-                tally
+            Some(staged) => {
+                self.committed = staged.positions;
+                Committed {
+                    tally: staged.tally,
+                    times: staged.times,
+                }
             }
-            None => Tally::default(),
+            None => Committed::default(),
         }
     }
 
     /// A batch was not delivered: forget its positions and those of every later batch.
-    pub fn rollback(&mut self) {
+    /// Returns what the oldest (the one not delivered) carried.
+    pub fn rollback(&mut self) -> Tally {
+        let nacked = self.staged.front().map(|s| s.tally).unwrap_or_default();
         self.staged.clear();
+        nacked
     }
 
     /// Adds or moves a committed position outside a batch (new partitions, out-of-range resets).
     pub fn set_committed(&mut self, key: BucketKey, position: Position) {
         self.committed.insert(key, position);
-        for (staged, _) in &mut self.staged {
-            staged.insert(key, position);
+        for staged in &mut self.staged {
+            staged.positions.insert(key, position);
         }
     }
 
     /// Forgets a bucket everywhere (its partition was dropped).
     pub fn forget(&mut self, key: &BucketKey) {
         self.committed.remove(key);
-        for (staged, _) in &mut self.staged {
-            staged.remove(key);
+        for staged in &mut self.staged {
+            staged.positions.remove(key);
         }
     }
 }
@@ -97,12 +128,12 @@ mod tests {
         let mut progress = Progress::new(positions());
         let mut next = positions();
         next.insert(BucketKey::bucket(0), Position::At(20));
-        progress.stage(next.clone(), Tally::default());
+        progress.stage(next.clone(), Tally::default(), Offsets::new());
         assert_eq!(progress.current(), &next);
         progress.rollback();
         assert_eq!(progress.committed(), &positions());
         assert_eq!(progress.current(), &positions());
-        progress.stage(next.clone(), Tally::default());
+        progress.stage(next.clone(), Tally::default(), Offsets::new());
         progress.commit();
         assert_eq!(progress.committed(), &next);
     }
@@ -118,22 +149,23 @@ mod tests {
         let tally = |messages| Tally {
             messages,
             rows: 2 * messages,
+            bytes: 3 * messages,
         };
-        progress.stage(at(20), tally(1));
-        progress.stage(at(30), tally(2));
+        progress.stage(at(20), tally(1), Offsets::new());
+        progress.stage(at(30), tally(2), Offsets::new());
         assert_eq!(
             progress.current(),
             &at(30),
             "the next poll starts after both"
         );
         assert_eq!(
-            progress.commit(),
+            progress.commit().tally,
             tally(1),
             "an Ack counts the oldest batch"
         );
         assert_eq!(progress.committed(), &at(20), "an Ack commits the oldest");
         assert_eq!(progress.current(), &at(30));
-        progress.stage(at(40), tally(3));
+        progress.stage(at(40), tally(3), Offsets::new());
         progress.rollback();
         assert_eq!(progress.committed(), &at(20));
         assert_eq!(
@@ -143,7 +175,7 @@ mod tests {
         );
         assert_eq!(
             progress.commit(),
-            Tally::default(),
+            Committed::default(),
             "nothing staged, nothing counted"
         );
         assert_eq!(
@@ -156,8 +188,8 @@ mod tests {
     #[test]
     fn new_buckets_reach_both_committed_and_staged() {
         let mut progress = Progress::new(Positions::new());
-        progress.stage(Positions::new(), Tally::default());
-        progress.stage(Positions::new(), Tally::default());
+        progress.stage(Positions::new(), Tally::default(), Offsets::new());
+        progress.stage(Positions::new(), Tally::default(), Offsets::new());
         progress.set_committed(BucketKey::bucket(5), Position::At(3));
         assert_eq!(
             progress.current().get(&BucketKey::bucket(5)),

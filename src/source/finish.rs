@@ -14,7 +14,7 @@ use crate::config::options::StartingOffset;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::position::progress::Tally;
-use crate::position::{BucketKey, Positions};
+use crate::position::{BucketKey, Offsets, Positions};
 use crate::scope::stop::{self, Bound, Plan, Stop, StoppingOffset};
 use crate::state::SavedState;
 
@@ -93,7 +93,11 @@ impl FlussSource {
                 self.telemetry.finished(&stop.offsets);
             }
         }
-        let state = self.stage(self.progress.current().clone(), Tally::default())?;
+        let state = self.stage(
+            self.progress.current().clone(),
+            Tally::default(),
+            Offsets::new(),
+        )?;
         if state.is_none() {
             tokio::time::sleep(self.config.poll_interval.max(Duration::from_millis(1))).await;
         }

@@ -31,8 +31,9 @@ use crate::encode::runtime_json;
 use crate::encode::stamp::Stamper;
 use crate::encode::Encoder;
 use crate::error::{Error, Result};
+use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
-use crate::position::{BucketKey, Positions};
+use crate::position::{BucketKey, Offsets, Positions};
 use crate::scope::share::Assignment;
 use crate::scope::stop::Bound;
 use crate::source::queue::Buckets;
@@ -73,6 +74,9 @@ pub struct FlussSource {
     /// Since when client polls return nothing (`None` while records arrive).
     idle_since: Option<Instant>,
     last_liveness: Instant,
+    /// When the high watermarks were last listed for the metrics, and that listing's task
+    /// (`None`: not yet).
+    last_watermarks: Option<(Instant, tokio::task::JoinHandle<()>)>,
     telemetry: Telemetry,
     /// Where a bounded read stops (`stopping_offset`); unbounded by default.
     bound: Bound,
@@ -96,7 +100,8 @@ impl Source for FlussSource {
         // Corrupt state fails before any network work, so the error is immediate.
         let saved = state.as_ref().map(SavedState::decode).transpose()?;
         let qualified = config.qualified_table();
-        let telemetry = Telemetry::new(id, &qualified, config.verbose_logging);
+        let telemetry = Telemetry::new(id, &qualified, config.verbose_logging)
+            .with_metrics(open::metrics(&config)?);
         let conn = connect::connect(&config, |error| {
             telemetry.unreachable_yet(&config.bootstrap_servers, error)
         })
@@ -173,6 +178,8 @@ impl Source for FlussSource {
         {
             telemetry.warn(&warning);
         }
+        telemetry.metrics.committed(&committed);
+        telemetry.metrics.partitions(&partitions);
         Ok(Self {
             schema: open::batch_schema(&config),
             config,
@@ -184,6 +191,7 @@ impl Source for FlussSource {
             last_discovery: Instant::now(),
             idle_since: None,
             last_liveness: Instant::now(),
+            last_watermarks: None,
             telemetry,
             bound,
             stop_unsaved,
@@ -193,6 +201,60 @@ impl Source for FlussSource {
     }
 
     async fn poll(&mut self) -> Result<ProducedMessages> {
+        let produced = self.produce().await;
+        if produced.is_err() {
+            self.telemetry.metrics.error(ErrorKind::Fatal);
+        }
+        produced
+    }
+
+    /// JSON: the next batch is encoded while the runtime decodes the previous one's messages
+    /// (2M rows: 291 K instead of 232 K messages/s). Not for uncompressed Arrow IPC: its
+    /// batches are a few large messages, cheap to encode and decode, and a second batch of them
+    /// in memory only adds page faults (2M rows: 0.74 s instead of 0.64 s, peak RSS 103 instead
+    /// of 85 MiB). Compressed Arrow IPC polls ahead again: compressing is the expensive part,
+    /// and its messages are small.
+    fn poll_ahead(&self) -> bool {
+        match self.config.payload_format {
+            PayloadFormat::Json => true,
+            PayloadFormat::ArrowIpc => self.config.arrow_ipc_compression != IpcCompression::None,
+        }
+    }
+
+    async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {
+        match result {
+            SourceBatchResult::Ack => {
+                // Every state handed over holds the stop point.
+                self.stop_unsaved = false;
+                let committed = self.progress.commit();
+                self.telemetry.acknowledged(committed.tally);
+                self.telemetry.metrics.acknowledged(
+                    committed.tally,
+                    self.progress.committed(),
+                    &committed.times,
+                );
+                Ok(())
+            }
+            SourceBatchResult::Nack => {
+                let nacked = self.progress.rollback();
+                self.telemetry.metrics.nacked(nacked.messages);
+                self.rewind().await
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<()> {
+        self.buckets.clear_queued();
+        self.telemetry.closed();
+        // Unregisters this connector's metrics (and frees the port if it was the last).
+        self.telemetry.metrics = Metrics::off();
+        Ok(())
+    }
+}
+
+impl FlussSource {
+    /// One batch: the body of [`Source::poll`].
+    async fn produce(&mut self) -> Result<ProducedMessages> {
         self.maintain().await?;
         if self.bound.finished(self.progress.current()) {
             return self.idle_when_finished().await;
@@ -242,7 +304,9 @@ impl Source for FlussSource {
                             };
                             let mut records = records;
                             self.bound.trim(&key, &mut records, ScanRecord::offset);
-                            self.buckets.queue(key, records)?;
+                            let fetched = records.len();
+                            let kept = self.buckets.queue(key, records)?;
+                            self.telemetry.metrics.fetched(fetched, kept);
                         }
                     }
                 }
@@ -250,12 +314,20 @@ impl Source for FlussSource {
             }
         }
         self.unsubscribe_done(&positions).await;
+        if self.telemetry.metrics.enabled() {
+            self.telemetry
+                .metrics
+                .snapshots(self.buckets.snapshot_phases(&positions));
+        }
+        let times = self.buckets.take_times();
         let state = self.stage(
             positions,
             Tally {
                 messages: batch.len() as u64,
                 rows: records as u64,
+                bytes: batch.bytes() as u64,
             },
+            times,
         )?;
         let (count, bytes) = (batch.len(), batch.bytes());
         let messages = if batch.has_deferred() {
@@ -277,41 +349,6 @@ impl Source for FlussSource {
             state,
         })
     }
-
-    /// JSON: the next batch is encoded while the runtime decodes the previous one's messages
-    /// (2M rows: 291 K instead of 232 K messages/s). Not for uncompressed Arrow IPC: its
-    /// batches are a few large messages, cheap to encode and decode, and a second batch of them
-    /// in memory only adds page faults (2M rows: 0.74 s instead of 0.64 s, peak RSS 103 instead
-    /// of 85 MiB). Compressed Arrow IPC polls ahead again: compressing is the expensive part,
-    /// and its messages are small.
-    fn poll_ahead(&self) -> bool {
-        match self.config.payload_format {
-            PayloadFormat::Json => true,
-            PayloadFormat::ArrowIpc => self.config.arrow_ipc_compression != IpcCompression::None,
-        }
-    }
-
-    async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {
-        match result {
-            SourceBatchResult::Ack => {
-                // Every state handed over holds the stop point.
-                self.stop_unsaved = false;
-                let tally = self.progress.commit();
-                self.telemetry.acknowledged(tally);
-                Ok(())
-            }
-            SourceBatchResult::Nack => {
-                self.progress.rollback();
-                self.rewind().await
-            }
-        }
-    }
-
-    async fn close(&mut self) -> Result<()> {
-        self.buckets.clear_queued();
-        self.telemetry.closed();
-        Ok(())
-    }
 }
 
 impl FlussSource {
@@ -320,7 +357,12 @@ impl FlussSource {
     /// sent and answered, so only such a batch is staged: with poll-ahead, `current()` is the
     /// batch in flight. (A batch of snapshot rows that does not finish its bucket's snapshot
     /// moves nothing.)
-    fn stage(&mut self, positions: Positions, tally: Tally) -> Result<Option<ConnectorState>> {
+    fn stage(
+        &mut self,
+        positions: Positions,
+        tally: Tally,
+        times: Offsets,
+    ) -> Result<Option<ConnectorState>> {
         let force = tally.messages > 0 || self.stop_unsaved && !self.progress.has_staged();
         if &positions == self.progress.current() && !force {
             return Ok(None);
@@ -342,7 +384,7 @@ impl FlussSource {
             persisted,
             scope,
         )?;
-        self.progress.stage(positions, tally);
+        self.progress.stage(positions, tally, times);
         Ok(Some(state))
     }
 }

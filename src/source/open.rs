@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
 use crate::error::Result;
 use crate::filter::{pushdown, Filter};
+use crate::metrics::{Labels, Metrics};
 
 /// The configured filter checked against `table`, with its pushdown set on the table for log
 /// tables (fluss-rs supports pushdown on log-table scans; a primary-key table's changelog is
@@ -43,6 +44,17 @@ fn describe_filter(config: &Config, table: &Table) -> String {
             }
         ),
     }
+}
+
+/// The connector's metrics: registered in the process-wide hub (its listener bound) when
+/// `metrics_address` is set.
+pub(super) fn metrics(config: &Config) -> Result<Metrics> {
+    let labels = Labels {
+        connector: config.metrics_label(),
+        instance: config.assignment.index.to_string(),
+        table: config.qualified_table(),
+    };
+    Ok(Metrics::start(config.metrics_address, labels)?)
 }
 
 /// The schema batches declare: Arrow IPC is always raw bytes; JSON says what

@@ -61,7 +61,8 @@ impl FlussSource {
                     }
                 }
                 let continue_at = scanned.continue_at;
-                self.buckets.queue_snapshot(key, scanned)?;
+                let (fetched, kept) = self.buckets.queue_snapshot(key, scanned)?;
+                self.telemetry.metrics.fetched(fetched, kept);
                 continue_at
             }
             Taken::TooLarge { cap } => {

@@ -1,12 +1,13 @@
 //! Every log line the source writes: its text, level, the `verbose_logging` switch and rate
 //! limits. Lines carry a `fluss[<plugin id> <db.table>]` prefix because the runtime adds no
-//! plugin id of its own.
+//! plugin id of its own. The faults it logs are counted in the connector's [`Metrics`] too.
 
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
 use fluss::PartitionId;
 
+use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::Tally;
 use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
 use crate::source::queue::snapshot_rows::Report;
@@ -30,6 +31,8 @@ pub struct Telemetry {
     rows_since_progress: u64,
     last_progress: Instant,
     fault: Option<FaultStreak>,
+    /// The connector's metrics (a no-op without `metrics_address`).
+    pub metrics: Metrics,
 }
 
 struct FaultStreak {
@@ -51,7 +54,13 @@ impl Telemetry {
             rows_since_progress: 0,
             last_progress: Instant::now(),
             fault: None,
+            metrics: Metrics::off(),
         }
+    }
+
+    /// The same, reporting to `metrics`.
+    pub fn with_metrics(self, metrics: Metrics) -> Self {
+        Self { metrics, ..self }
     }
 
     /// The one INFO line at open.
@@ -139,12 +148,14 @@ impl Telemetry {
 
     /// A retriable fault: WARN the first time, then at most once per 30 s with a count.
     pub fn retrying(&mut self, what: &str, error: &dyn Display) {
+        self.metrics.error(ErrorKind::Transient);
         self.streak(tracing::Level::WARN, &format!("{what}: {error}"));
     }
 
     /// A read the server refuses (ACLs), retried until it is allowed again: ERROR the first
     /// time, then at most once per 30 s with a count; `recovered` ends it.
     pub fn refused(&mut self, error: &dyn Display) {
+        self.metrics.error(ErrorKind::Refused);
         self.streak(tracing::Level::ERROR, &error.to_string());
     }
 
@@ -160,6 +171,7 @@ impl Telemetry {
         match &mut self.fault {
             None => {
                 line(format!("{}: {text}; retrying", self.prefix));
+                self.metrics.outage();
                 self.fault = Some(FaultStreak {
                     since: now,
                     last_warn: now,
@@ -206,6 +218,7 @@ impl Telemetry {
 
     /// Rows skipped because the log no longer holds them (or a saved offset is past its end).
     pub fn skipped(&self, key: BucketKey, from: Offset, to: Offset, reason: &str) {
+        self.metrics.error(ErrorKind::OutOfRange);
         tracing::error!(target: TARGET, "{}: {key}: offsets {from}..{to} are not on the server ({reason}); continuing at {to}, {} rows skipped",
             self.prefix,
             (to - from).max(0)
@@ -214,6 +227,7 @@ impl Telemetry {
 
     /// A position past the end of the log: the server lost offsets that were delivered.
     pub fn past_end(&self, key: BucketKey, position: Offset, end: Offset) {
+        self.metrics.error(ErrorKind::OutOfRange);
         tracing::error!(target: TARGET, "{}: {key}: offset {position} is past the end of the log ({end}); the server lost offsets {end}..{position}, which were delivered before; continuing at {end}",
             self.prefix
         );

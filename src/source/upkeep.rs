@@ -1,7 +1,7 @@
 //! Work between batches: the liveness probe while no records arrive, partition discovery and
 //! the progress line.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fluss::rpc::message::OffsetSpec;
 
@@ -10,6 +10,10 @@ use crate::client::{discovery, offsets};
 use crate::config::options::StartingOffset;
 use crate::error::{Error, Fault, Result};
 use crate::position::BucketKey;
+
+/// How often the high watermarks are listed for the metrics (`metrics_address`), so a
+/// scrape every 15 s or more sees every change of lag.
+const WATERMARKS_INTERVAL: Duration = Duration::from_secs(5);
 
 impl FlussSource {
     /// Periodic work between batches: partition discovery, the liveness probe and the
@@ -44,10 +48,37 @@ impl FlussSource {
             )
             .await
             .unwrap_or_default();
+            self.telemetry.metrics.high_watermarks(&latest);
             let current = self.progress.current().clone();
             self.telemetry.progress(&current, &latest);
         }
+        self.list_watermarks();
         Ok(())
+    }
+
+    /// With metrics on, lists the high watermarks every [`WATERMARKS_INTERVAL`] in a task of
+    /// its own (one at a time), so the request never holds up a poll; a failure only leaves
+    /// the last values in place (the liveness probe reports outages).
+    fn list_watermarks(&mut self) {
+        let Some(sink) = self.telemetry.metrics.sink() else {
+            return;
+        };
+        let due = self
+            .last_watermarks
+            .as_ref()
+            .is_none_or(|(at, task)| at.elapsed() >= WATERMARKS_INTERVAL && task.is_finished());
+        if !due {
+            return;
+        }
+        let table = self.table.clone();
+        let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
+        let names = self.buckets.partitions().clone();
+        let task = tokio::spawn(async move {
+            if let Ok(latest) = offsets::list(&table, &keys, &names, OffsetSpec::Latest).await {
+                sink.high_watermarks(&latest);
+            }
+        });
+        self.last_watermarks = Some((Instant::now(), task));
     }
 
     /// Asks the cluster for the high watermarks while no records arrive. A failure is a WARN
@@ -101,6 +132,7 @@ impl FlussSource {
                     for (key, position) in positions {
                         self.progress.set_committed(key, position);
                     }
+                    self.telemetry.metrics.committed(self.progress.committed());
                     self.scanner = None;
                 }
                 Err(error) if error.fault() == Fault::Retry => self
@@ -172,6 +204,8 @@ impl FlussSource {
             }
         }
         self.telemetry.partitions(&added, &dropped);
+        self.telemetry.metrics.partitions(self.buckets.partitions());
+        self.telemetry.metrics.committed(self.progress.committed());
         Ok(())
     }
 }

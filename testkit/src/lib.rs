@@ -12,6 +12,7 @@
 //! - [`write`] appends, upserts and deletes rows; [`read`] scans a log back.
 //! - [`runtime`]: the shared Tokio runtime of a test binary, and [`runtime::on_own_runtime`]
 //!   for blocking waits; [`plugin_path`] finds the built plugin library.
+//! - [`metrics`] scrapes the plugin's Prometheus endpoint and parses the samples.
 //! - [`poll_until`] retries a probe until it succeeds or panics with the last
 //!   error, instead of fixed sleeps.
 //!
@@ -21,6 +22,7 @@
 pub mod all_types;
 mod cluster;
 pub mod iggy;
+pub mod metrics;
 mod poll;
 pub mod read;
 pub mod runtime;

@@ -15,6 +15,7 @@ mod filters;
 mod fixture;
 mod log_lines;
 mod log_tables;
+mod metrics;
 mod pk_script;
 mod process;
 mod pruning;

@@ -10,5 +10,6 @@ mod fixture;
 mod iggy_outage;
 mod key_order;
 mod log_json;
+mod metrics;
 mod nack_storm;
 mod per_key_order;

@@ -17,7 +17,7 @@
 
 pub mod snapshot_rows;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use fluss::record::ScanRecord;
 use fluss::PartitionId;
@@ -29,7 +29,8 @@ use crate::encode::stamp::{BucketStamp, Stamper};
 use crate::encode::Encoder;
 use crate::error::Result;
 use crate::filter::Filter;
-use crate::position::{BucketKey, Offset, Position, Positions};
+use crate::metrics::SnapshotPhase;
+use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
 use snapshot_rows::{Report, Snapshot};
 
 /// One bucket: how its messages are stamped, and its records waiting to be encoded
@@ -64,6 +65,9 @@ pub struct Buckets {
     finished: Vec<Report>,
     /// The `filter` records must pass to be queued.
     filter: Option<Filter>,
+    /// The commit timestamp of the last row of each bucket put into a batch since
+    /// [`Buckets::take_times`].
+    times: Offsets,
 }
 
 impl Buckets {
@@ -76,6 +80,7 @@ impl Buckets {
             turns: VecDeque::new(),
             finished: Vec::new(),
             filter: None,
+            times: Offsets::new(),
         };
         for key in keys {
             buckets.insert(*key)?;
@@ -134,20 +139,21 @@ impl Buckets {
     }
 
     /// Queues newly polled records of bucket `key` (those the filter keeps) behind those
-    /// already waiting. Records of a bucket that is not registered (its partition was dropped
-    /// meanwhile) are dropped.
-    pub fn queue(&mut self, key: BucketKey, records: Vec<ScanRecord>) -> Result<()> {
+    /// already waiting, and returns how many it kept. Records of a bucket that is not
+    /// registered (its partition was dropped meanwhile) are dropped.
+    pub fn queue(&mut self, key: BucketKey, records: Vec<ScanRecord>) -> Result<usize> {
         let Some(entry) = self.entries.get_mut(&key) else {
-            return Ok(());
+            return Ok(0);
         };
         let Some(last) = records.last() else {
-            return Ok(());
+            return Ok(0);
         };
         let end = last.offset() + 1;
         let records = match &self.filter {
             Some(filter) => filter.select(records)?,
             None => records,
         };
+        let kept = records.len();
         if !entry.is_waiting() {
             self.turns.push_back(key);
         }
@@ -159,7 +165,7 @@ impl Buckets {
         }
         entry.next = 0;
         entry.end = Some(end);
-        Ok(())
+        Ok(kept)
     }
 
     /// Whether bucket `key` is registered.
@@ -168,17 +174,48 @@ impl Buckets {
     }
 
     /// Queues the snapshot of bucket `key` (the rows the filter keeps, stamped as that
-    /// bucket's snapshot), to be handed over before its changelog records.
-    pub fn queue_snapshot(&mut self, key: BucketKey, scanned: Scanned) -> Result<()> {
+    /// bucket's snapshot), to be handed over before its changelog records. Returns how many
+    /// rows the scan fetched and how many the filter kept.
+    pub fn queue_snapshot(&mut self, key: BucketKey, scanned: Scanned) -> Result<(usize, usize)> {
         let Some(entry) = self.entries.get_mut(&key) else {
-            return Ok(());
+            return Ok((0, 0));
         };
+        let fetched = scanned.batch.num_rows();
         let snapshot = Snapshot::new(&entry.stamp, scanned, self.filter.as_ref())?;
+        let kept = snapshot.report.rows;
         if !entry.is_waiting() {
             self.turns.push_back(key);
         }
         entry.snapshot = Some(snapshot);
-        Ok(())
+        Ok((fetched, kept))
+    }
+
+    /// Where the snapshot of every bucket of `positions` in its snapshot phase stands.
+    pub fn snapshot_phases(&self, positions: &Positions) -> BTreeMap<BucketKey, SnapshotPhase> {
+        positions
+            .iter()
+            .filter(|(_, position)| position.is_snapshot())
+            .map(|(key, _)| {
+                let snapshot = self.entries.get(key).and_then(|e| e.snapshot.as_ref());
+                let phase = match snapshot {
+                    Some(snapshot) => {
+                        let (done, total) = snapshot.progress();
+                        SnapshotPhase::HandingOver {
+                            done: done as u64,
+                            total: total as u64,
+                        }
+                    }
+                    None => SnapshotPhase::Waiting,
+                };
+                (*key, phase)
+            })
+            .collect()
+    }
+
+    /// The commit timestamp of the last row of each bucket put into a batch since the last
+    /// call.
+    pub fn take_times(&mut self) -> Offsets {
+        std::mem::take(&mut self.times)
     }
 
     /// Whether some bucket's snapshot is still being handed over.
@@ -260,6 +297,9 @@ impl Buckets {
                 };
                 snapshot.advance(consumed);
                 total += consumed;
+                if let Some(last) = consumed.checked_sub(1).and_then(|i| rows.get(i)) {
+                    self.times.insert(key, last.timestamp());
+                }
                 if snapshot.is_done() {
                     positions.insert(key, Position::At(snapshot.continue_at()));
                     self.finished.push(snapshot.report);
@@ -284,7 +324,9 @@ impl Buckets {
                 }
             };
             if consumed > 0 {
-                positions.insert(key, Position::At(records[consumed - 1].offset() + 1));
+                let last = &records[consumed - 1];
+                positions.insert(key, Position::At(last.offset() + 1));
+                self.times.insert(key, last.timestamp());
                 entry.next += consumed;
                 total += consumed;
             }

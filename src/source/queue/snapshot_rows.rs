@@ -102,6 +102,11 @@ impl Snapshot {
         self.next = (self.next + rows).min(self.rows);
     }
 
+    /// Rows handed over and rows in all.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.next, self.rows)
+    }
+
     /// Whether every row was handed over.
     pub fn is_done(&self) -> bool {
         self.next >= self.rows
