@@ -142,8 +142,10 @@ pub struct Config {
     pub stopping_offset: Option<StoppingOffset>,
     /// The partitions read (`None` = all).
     pub partitions: Option<PartitionFilter>,
-    /// Most rows a bucket's snapshot may hold; a larger bucket is read from its changelog.
+    /// No longer used (snapshots are read a batch at a time); accepted for existing files.
     pub snapshot_max_bucket_rows: usize,
+    /// Where a bucket's KV snapshot files are copied while its snapshot is read.
+    pub snapshot_dir: std::path::PathBuf,
 }
 
 impl Config {
@@ -244,6 +246,7 @@ struct RawConfig {
     stopping_offset: Option<Value>,
     partitions: Option<Value>,
     snapshot_max_bucket_rows: Option<Value>,
+    snapshot_dir: Option<Value>,
 }
 
 impl RawConfig {
@@ -331,6 +334,7 @@ impl RawConfig {
                 1,
                 MAX_SNAPSHOT_MAX_BUCKET_ROWS,
             )?,
+            snapshot_dir: snapshot_dir(self.snapshot_dir)?,
         })
     }
 }
@@ -338,7 +342,7 @@ impl RawConfig {
 mod values;
 use values::{
     assignment, boolean, bootstrap, choice, columns, duration, filter, headers, integer, name,
-    partitions, required, sasl, starting_offset, stopping_offset,
+    partitions, required, sasl, snapshot_dir, starting_offset, stopping_offset,
 };
 
 #[cfg(test)]

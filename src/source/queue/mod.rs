@@ -23,11 +23,11 @@ use fluss::record::ScanRecord;
 use fluss::PartitionId;
 
 use crate::client::discovery::PartitionNames;
-use crate::client::limit_scan::Scanned;
+use crate::client::kv_snapshot::Opened;
 use crate::encode::batch::Batch;
 use crate::encode::stamp::{BucketStamp, Stamper};
 use crate::encode::Encoder;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::position::{BucketKey, Offset, Position, Positions};
 use snapshot_rows::{Report, Snapshot};
@@ -62,6 +62,8 @@ pub struct Buckets {
     turns: VecDeque<BucketKey>,
     /// Snapshots whose last row went into a batch since [`Buckets::take_finished`].
     finished: Vec<Report>,
+    /// Snapshots that could not be read on, since [`Buckets::take_failed`].
+    failed: Vec<(BucketKey, Error)>,
     /// The `filter` records must pass to be queued.
     filter: Option<Filter>,
 }
@@ -75,6 +77,7 @@ impl Buckets {
             entries: HashMap::with_capacity(keys.len()),
             turns: VecDeque::new(),
             finished: Vec::new(),
+            failed: Vec::new(),
             filter: None,
         };
         for key in keys {
@@ -169,11 +172,11 @@ impl Buckets {
 
     /// Queues the snapshot of bucket `key` (the rows the filter keeps, stamped as that
     /// bucket's snapshot), to be handed over before its changelog records.
-    pub fn queue_snapshot(&mut self, key: BucketKey, scanned: Scanned) -> Result<()> {
+    pub fn queue_snapshot(&mut self, key: BucketKey, opened: Opened) -> Result<()> {
         let Some(entry) = self.entries.get_mut(&key) else {
             return Ok(());
         };
-        let snapshot = Snapshot::new(&entry.stamp, scanned, self.filter.as_ref())?;
+        let snapshot = Snapshot::new(&entry.stamp, opened, self.filter.clone())?;
         if !entry.is_waiting() {
             self.turns.push_back(key);
         }
@@ -205,6 +208,12 @@ impl Buckets {
     /// The snapshots finished since the last call.
     pub fn take_finished(&mut self) -> Vec<Report> {
         std::mem::take(&mut self.finished)
+    }
+
+    /// The snapshots that failed since the last call: their buckets take their snapshot
+    /// again, and the scanner must be rebuilt (it still reads their changelog).
+    pub fn take_failed(&mut self) -> Vec<(BucketKey, Error)> {
+        std::mem::take(&mut self.failed)
     }
 
     /// Drops every waiting changelog record (the scanner is rebuilt and fetches them again);
@@ -258,8 +267,25 @@ impl Buckets {
                         return Err(error);
                     }
                 };
-                snapshot.advance(consumed);
                 total += consumed;
+                snapshot.advance(consumed);
+                if let Some(error) = snapshot.failure() {
+                    // Its rows so far stay delivered; the bucket's snapshot is taken again
+                    // (it is still in its snapshot phase) and its changelog records go.
+                    entry.snapshot = None;
+                    entry.records = Vec::new();
+                    entry.next = 0;
+                    entry.end = None;
+                    self.failed.push((key, error));
+                    continue;
+                }
+                if let (Some(resume), Some(Position::Snapshot { floor, .. })) =
+                    (snapshot.resume(), positions.get(&key))
+                {
+                    let floor = *floor;
+                    let resume = Some(resume);
+                    positions.insert(key, Position::Snapshot { floor, resume });
+                }
                 if snapshot.is_done() {
                     positions.insert(key, Position::At(snapshot.continue_at()));
                     self.finished.push(snapshot.report);
@@ -567,7 +593,7 @@ mod tests {
         let mut buckets = registry(&[B0, B1]);
         buckets.queue(B0, records(40..42)).unwrap();
         buckets
-            .queue_snapshot(B0, snapshot_rows::tests::scanned(3, 40))
+            .queue_snapshot(B0, snapshot_rows::tests::opened(3, 40))
             .unwrap();
         buckets.queue(B1, records(7..8)).unwrap();
         assert!(buckets.has_snapshot());
@@ -621,7 +647,7 @@ mod tests {
     fn a_nack_drops_snapshots_but_a_rebuild_keeps_them() {
         let mut buckets = registry(&[B0]);
         buckets
-            .queue_snapshot(B0, snapshot_rows::tests::scanned(3, 40))
+            .queue_snapshot(B0, snapshot_rows::tests::opened(3, 40))
             .unwrap();
         buckets.queue(B0, records(40..41)).unwrap();
         buckets.clear_queued();
