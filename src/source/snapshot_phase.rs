@@ -166,7 +166,8 @@ impl FlussSource {
                 (latest.id, 0)
             }
         };
-        let copy = files::copy(&self.table, key, snapshot, &self.config.snapshot_dir).await?;
+        let root = &self.config.snapshot_dir;
+        let copy = files::copy(&self.table, key, snapshot, root, self.lease.id()).await?;
         let (disk_bytes, taken_at) = (copy.bytes, copy.log_offset);
         self.telemetry
             .snapshot_copied(key, snapshot, disk_bytes, copy.dir(), started.elapsed());

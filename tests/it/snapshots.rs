@@ -288,6 +288,39 @@ fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() 
     assert_eq!(kinds, HashSet::from(["insert".to_owned()]));
 }
 
+/// Waits until each of the `buckets` buckets of `path` (of its partition `partition`) has a
+/// KV snapshot: a bucket written less than `kv.snapshot.interval` ago has none yet, and reads
+/// its changelog instead of delivering snapshot rows.
+fn kv_snapshots_taken(
+    conn: &FlussConnection,
+    path: &TablePath,
+    partition: Option<&str>,
+    buckets: usize,
+) {
+    rt().block_on(poll_until(
+        Duration::from_secs(60),
+        Duration::from_millis(250),
+        "a KV snapshot of every bucket",
+        || async {
+            let admin = conn.get_admin().unwrap();
+            let latest = admin
+                .get_latest_kv_snapshots(path, partition)
+                .await
+                .map_err(|e| e.to_string())?;
+            let taken = latest
+                .latest_snapshots
+                .iter()
+                .filter(|snapshot| snapshot.snapshot_id.is_some())
+                .count();
+            if taken == buckets {
+                Ok(())
+            } else {
+                Err(format!("{taken} of {buckets} buckets have one"))
+            }
+        },
+    ));
+}
+
 /// A primary-key table on the shared cluster with `keys` keys after a script of `ops`.
 fn populated(prefix: &str, ops: usize, keys: i64, buckets: i32) -> (FlussConnection, TablePath) {
     let path = unique_table(prefix);
@@ -297,6 +330,7 @@ fn populated(prefix: &str, ops: usize, keys: i64, buckets: i32) -> (FlussConnect
         tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), buckets).await;
         apply_script(&conn, &path, &script(ops, keys, 11), None).await;
     });
+    kv_snapshots_taken(&conn, &path, None, buckets as usize);
     (conn, path)
 }
 
@@ -444,6 +478,7 @@ fn partitions_and_a_partition_created_while_streaming_start_with_their_snapshots
         tables::create_partition(&admin, &path, "region", "eu").await;
         apply_script(&conn, &path, &script(2_000, KEYS, 5), Some("eu")).await;
     });
+    kv_snapshots_taken(&conn, &path, Some("eu"), 2);
     let mut s = Stream::open(
         &full(
             cluster().bootstrap(),

@@ -51,16 +51,21 @@ impl Drop for LocalCopy {
     fn drop(&mut self) {
         // Best effort: a leftover directory is removed by the next copy of the same bucket.
         let _ = std::fs::remove_dir_all(&self.dir);
+        // The owner's directory too, once it holds no other bucket's copy.
+        if let Some(owner) = self.dir.parent() {
+            let _ = std::fs::remove_dir(owner);
+        }
     }
 }
 
 /// Copies the files of snapshot `snapshot` of bucket `key` into a fresh directory under
-/// `root`.
+/// `root`/`owner` (`owner` names the connector instance: several may share `root`).
 pub async fn copy(
     table: &Table,
     key: BucketKey,
     snapshot: SnapshotId,
     root: &Path,
+    owner: &str,
 ) -> Result<LocalCopy> {
     let metadata = call(
         "get_kv_snapshot_metadata",
@@ -71,10 +76,10 @@ pub async fn copy(
     )
     .await?;
     let name = match key.partition {
-        Some(partition) => format!("{}-p{partition}-b{}", table.id(), key.bucket),
-        None => format!("{}-b{}", table.id(), key.bucket),
+        Some(partition) => format!("p{partition}-b{}", key.bucket),
+        None => format!("b{}", key.bucket),
     };
-    let dir = root.join(name);
+    let dir = root.join(owner).join(name);
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| disk_error(key, &dir, e))?;
     }
