@@ -706,3 +706,42 @@ fn a_leader_killed_before_its_bucket_snapshot_is_retried_and_nothing_is_lost() {
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn an_unwritable_snapshot_dir_is_one_error_line_and_nothing_is_skipped() {
+    let (conn, path) = populated("snap_disk", 300, 100, 1);
+    let since = logs().len();
+    let mut s = Stream::open(
+        &full(
+            cluster().bootstrap(),
+            path.table(),
+            json!({"snapshot_dir": "/dev/null/snapshots"}),
+        ),
+        None,
+    )
+    .expect("open");
+    s.read(usize::MAX, Duration::from_secs(5), Answer::AckAll);
+    drop(conn);
+    let errors: Vec<String> = logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.level == Level::Error && l.message.contains(path.table()))
+        .map(|l| l.message)
+        .collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "one ERROR line while it retries: {errors:#?}"
+    );
+    assert!(
+        errors[0]
+            .contains("cannot write the KV snapshot files of bucket 0 to /dev/null/snapshots/")
+            && errors[0].contains("point `snapshot_dir` at a directory with room"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        s.acked.is_empty(),
+        "nothing is skipped: the bucket waits for its snapshot instead of reading on"
+    );
+}
