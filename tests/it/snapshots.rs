@@ -288,6 +288,31 @@ fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() 
     assert_eq!(kinds, HashSet::from(["insert".to_owned()]));
 }
 
+/// The log offset of each bucket's latest KV snapshot (`None`: none yet), in bucket order.
+async fn kv_snapshot_offsets(
+    conn: &FlussConnection,
+    path: &TablePath,
+    partition: Option<&str>,
+) -> Result<Vec<Option<i64>>, String> {
+    let admin = conn.get_admin().unwrap();
+    let latest = admin
+        .get_latest_kv_snapshots(path, partition)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut listed: Vec<(i32, Option<i64>)> = latest
+        .latest_snapshots
+        .iter()
+        .map(|snapshot| {
+            (
+                snapshot.bucket_id,
+                snapshot.snapshot_id.and(snapshot.log_offset),
+            )
+        })
+        .collect();
+    listed.sort_unstable();
+    Ok(listed.into_iter().map(|(_, offset)| offset).collect())
+}
+
 /// Waits until each of the `buckets` buckets of `path` (of its partition `partition`) has a
 /// KV snapshot: a bucket written less than `kv.snapshot.interval` ago has none yet, and reads
 /// its changelog instead of delivering snapshot rows.
@@ -302,16 +327,8 @@ fn kv_snapshots_taken(
         Duration::from_millis(250),
         "a KV snapshot of every bucket",
         || async {
-            let admin = conn.get_admin().unwrap();
-            let latest = admin
-                .get_latest_kv_snapshots(path, partition)
-                .await
-                .map_err(|e| e.to_string())?;
-            let taken = latest
-                .latest_snapshots
-                .iter()
-                .filter(|snapshot| snapshot.snapshot_id.is_some())
-                .count();
+            let at = kv_snapshot_offsets(conn, path, partition).await?;
+            let taken = at.iter().flatten().count();
             if taken == buckets {
                 Ok(())
             } else {
@@ -565,19 +582,8 @@ fn kv_snapshots_caught_up(conn: &FlussConnection, path: &TablePath) {
         Duration::from_millis(500),
         "a KV snapshot of every bucket at its high watermark",
         || async {
-            let admin = conn.get_admin().unwrap();
-            let latest = admin
-                .get_latest_kv_snapshots(path, None)
-                .await
-                .map_err(|e| e.to_string())?;
+            let at = kv_snapshot_offsets(conn, path, None).await?;
             let ends = offsets(conn, path, OffsetSpec::Latest).await;
-            let mut listed: Vec<(i32, Option<i64>)> = latest
-                .latest_snapshots
-                .iter()
-                .map(|snapshot| (snapshot.bucket_id, snapshot.log_offset))
-                .collect();
-            listed.sort_unstable();
-            let at: Vec<Option<i64>> = listed.into_iter().map(|(_, offset)| offset).collect();
             if at.len() == ends.len() && at.iter().zip(&ends).all(|(a, e)| *a == Some(*e)) {
                 Ok(())
             } else {
