@@ -426,6 +426,11 @@ start() {
     echo "server.background.threads=2"
     echo "log.replica.fetcher-number=1"
     echo "kv.rocksdb.thread.num=1"
+    # Primary-key snapshots are read from the KV snapshot files (Fluss's default interval is
+    # 10 minutes): take them every second, and keep a few so a listed one is still there
+    # when it is leased.
+    echo "kv.snapshot.interval=1s"
+    echo "kv.snapshot.num-retained=5"
     # A tablet server killed with -9 stays registered until its ZooKeeper
     # session expires (default 60 s, capped at 40 s by tickTime 2000); the
     # fault tests restart it sooner than that.

@@ -190,9 +190,52 @@ pub enum Error {
     ))]
     SnapshotUnanswered { key: BucketKey },
 
+    /// A KV snapshot file could not be read from remote storage.
+    #[snafu(display(
+        "cannot copy the KV snapshot file {path} of {key} from Fluss's remote storage: {}; check that this host can read the cluster's `remote.data.dir` (the same path or object store the tablet servers write to, with credentials); the snapshot is tried again",
+        describe_fluss(cause)
+    ))]
+    SnapshotRemote {
+        key: BucketKey,
+        path: String,
+        cause: Box<fluss::error::Error>,
+    },
+
+    /// A KV snapshot file could not be written to `snapshot_dir`.
+    #[snafu(display(
+        "cannot write the KV snapshot files of {key} to {}: {cause}; free space there or point `snapshot_dir` at a directory with room for the bucket's snapshot (and write access); the snapshot is tried again",
+        path.display()
+    ))]
+    SnapshotDisk {
+        key: BucketKey,
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+
+    /// RocksDB could not open or read a copied KV snapshot.
+    #[snafu(display(
+        "cannot read the KV snapshot of {key} copied to {}: {cause}; the copy is corrupt or incomplete (check the disk of `snapshot_dir` and the cluster's remote storage); it is copied again and the snapshot tried again",
+        path.display()
+    ))]
+    SnapshotCorrupt {
+        key: BucketKey,
+        path: std::path::PathBuf,
+        cause: String,
+    },
+
+    /// A KV snapshot row was written with another schema than the table's current one.
+    #[snafu(display(
+        "the KV snapshot of {key} holds rows of schema id {found}, but the table's schema id is {expected} (its columns changed); reading rows of an older schema is not supported yet: set `starting_offset = \"earliest\"` to read the changelog instead"
+    ))]
+    SnapshotSchema {
+        key: BucketKey,
+        found: i16,
+        expected: i16,
+    },
+
     /// A saved offset is no longer on the server and `on_offset_out_of_range = "fail"`.
     #[snafu(display(
-        "{key} of {table}: offset {offset} is not on the server (the log holds {log_start}..{log_end}); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or {RESET_HINT}"
+        "{key} of {table}: offset {offset} is not on the server (the log holds {log_start}..{log_end}); set `on_offset_out_of_range` to \"earliest\", \"latest\" or (primary-key tables) \"snapshot\", or {RESET_HINT}"
     ))]
     OffsetOutOfRange {
         table: String,
@@ -246,9 +289,12 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Fluss { cause, .. } => fault(cause),
-            Error::Timeout { .. } | Error::ReaderStopped | Error::SnapshotUnanswered { .. } => {
-                Fault::Retry
-            }
+            Error::Timeout { .. }
+            | Error::ReaderStopped
+            | Error::SnapshotUnanswered { .. }
+            | Error::SnapshotRemote { .. }
+            | Error::SnapshotDisk { .. }
+            | Error::SnapshotCorrupt { .. } => Fault::Retry,
             _ => Fault::Fatal,
         }
     }
@@ -422,7 +468,7 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "bucket 2 of fluss.orders: offset 100 is not on the server (the log holds 250..900); set `on_offset_out_of_range` to \"earliest\" or \"latest\", or delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`"
+            "bucket 2 of fluss.orders: offset 100 is not on the server (the log holds 250..900); set `on_offset_out_of_range` to \"earliest\", \"latest\" or (primary-key tables) \"snapshot\", or delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`"
         );
     }
 

@@ -16,7 +16,7 @@ use iggy_connector_sdk::ConnectorState;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::position::{at, BucketKey, Offset, Offsets, Position, Positions};
+use crate::position::{at, BucketKey, Offset, Offsets, Position, Positions, Resume};
 use crate::scope::share::Assignment;
 use crate::scope::stop::{Stop, StoppingOffset};
 
@@ -43,7 +43,15 @@ struct PersistedState {
     /// their [`marker`].
     #[serde(default)]
     snapshots: Vec<PersistedPosition>,
+    /// Buckets of `snapshots` part of whose KV snapshot was acknowledged: `(partition, bucket,
+    /// snapshot id, rows handed over)`. Left out while empty, so records without it (written
+    /// before, or with no such bucket) keep their bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    resumes: Vec<PersistedResume>,
 }
+
+/// A snapshot's progress as persisted: `(partition, bucket, snapshot id, rows)`.
+type PersistedResume = (Option<PartitionId>, BucketId, i64, u64);
 
 /// One bucket's offset as persisted: `(partition, bucket, offset)`.
 type PersistedPosition = (Option<PartitionId>, BucketId, i64);
@@ -63,8 +71,10 @@ pub struct Scope<'a> {
 fn marker(position: Position) -> Option<i64> {
     match position {
         Position::At(_) => None,
-        Position::Snapshot { floor: None } => Some(-1),
-        Position::Snapshot { floor: Some(floor) } => Some(-2 - floor.max(0)),
+        Position::Snapshot { floor: None, .. } => Some(-1),
+        Position::Snapshot {
+            floor: Some(floor), ..
+        } => Some(-2 - floor.max(0)),
     }
 }
 
@@ -75,6 +85,7 @@ fn from_marker(marker: i64) -> Option<Position> {
         -1 => Some(Position::SNAPSHOT),
         m if m <= -2 => Some(Position::Snapshot {
             floor: Some(-2 - m),
+            resume: None,
         }),
         _ => None,
     }
@@ -139,6 +150,16 @@ impl SavedState {
                     .iter()
                     .filter_map(|(key, position)| Some((*key, marker(*position)?))),
             ),
+            resumes: positions
+                .iter()
+                .filter_map(|(key, position)| match position {
+                    Position::Snapshot {
+                        resume: Some(resume),
+                        ..
+                    } => Some((key.partition, key.bucket, resume.snapshot, resume.rows)),
+                    _ => None,
+                })
+                .collect(),
         };
         // The SDK's `ConnectorState::serialize` is this same call; calling it directly keeps
         // the rmp-serde error typed.
@@ -181,6 +202,16 @@ impl SavedState {
         }
         let mut positions = at(restored(record.positions)?);
         positions.extend(snapshots);
+        for (partition, bucket, snapshot, rows) in record.resumes {
+            let key = BucketKey { partition, bucket };
+            let Some(Position::Snapshot { resume, .. }) = positions.get_mut(&key) else {
+                return Err(Error::StateImpossible {
+                    bucket,
+                    offset: snapshot,
+                });
+            };
+            *resume = Some(Resume { snapshot, rows });
+        }
         Ok(Self {
             table_id: record.table_id,
             table: record.table,
@@ -227,7 +258,10 @@ mod tests {
         assert_eq!(marker(Position::SNAPSHOT), Some(-1));
         assert_eq!(from_marker(-1), Some(Position::SNAPSHOT));
         for floor in [0, 1, 2738, i64::MAX - 2] {
-            let position = Position::Snapshot { floor: Some(floor) };
+            let position = Position::Snapshot {
+                floor: Some(floor),
+                resume: None,
+            };
             let persisted = marker(position).unwrap();
             assert!(persisted <= -2, "{floor}");
             assert_eq!(from_marker(persisted), Some(position));
@@ -354,6 +388,7 @@ mod tests {
             assignment: Assignment::ALL,
             stop: None,
             snapshots: vec![],
+            resumes: vec![],
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
@@ -370,9 +405,27 @@ mod tests {
             assignment: Assignment::ALL,
             stop: None,
             snapshots: vec![],
+            resumes: vec![],
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         assert!(SavedState::decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_resume_of_a_bucket_not_in_its_snapshot_phase_is_refused() {
+        let record = PersistedState {
+            version: STATE_VERSION,
+            table_id: 1,
+            table: "a.b".into(),
+            positions: vec![(None, 0, 5)],
+            assignment: Assignment::ALL,
+            stop: None,
+            snapshots: vec![],
+            resumes: vec![(None, 0, 3, 100)],
+        };
+        let bytes = ConnectorState::serialize(&record).unwrap();
+        let e = SavedState::decode(&bytes).unwrap_err().to_string();
+        assert!(e.contains("impossible position"), "{e}");
     }
 
     #[test]
@@ -388,7 +441,20 @@ mod tests {
         );
         with_snapshots.insert(
             BucketKey::bucket(5),
-            Position::Snapshot { floor: Some(2738) },
+            Position::Snapshot {
+                floor: Some(2738),
+                resume: None,
+            },
+        );
+        with_snapshots.insert(
+            BucketKey::bucket(6),
+            Position::Snapshot {
+                floor: Some(17),
+                resume: Some(Resume {
+                    snapshot: 3,
+                    rows: 40_960,
+                }),
+            },
         );
         let bytes =
             SavedState::encode(42, "fluss.orders", &with_snapshots, Scope::default()).unwrap();
@@ -439,7 +505,21 @@ mod tests {
         phases.insert(key(Some(9), 0), Position::SNAPSHOT);
         phases.insert(
             BucketKey::bucket(5),
-            Position::Snapshot { floor: Some(2738) },
+            Position::Snapshot {
+                floor: Some(2738),
+                resume: None,
+            },
+        );
+        let mut resumed = phases.clone();
+        resumed.insert(
+            key(Some(9), 1),
+            Position::Snapshot {
+                floor: Some(311),
+                resume: Some(Resume {
+                    snapshot: 12,
+                    rows: 65_536,
+                }),
+            },
         );
         let stop_offsets: Offsets = [(BucketKey::bucket(0), 12), (key(Some(7), 1), 900)]
             .into_iter()
@@ -457,6 +537,7 @@ mod tests {
                 "snapshot_phases",
                 state(phases.clone(), Assignment::ALL, None),
             ),
+            ("snapshot_resume", state(resumed, Assignment::ALL, None)),
             (
                 "share_and_stop",
                 state(

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use iggy_connector_fluss_source::config::Config;
-use iggy_connector_fluss_source::position::{BucketKey, Position, Positions};
+use iggy_connector_fluss_source::position::{BucketKey, Position, Positions, Resume};
 use iggy_connector_fluss_source::state::{SavedState, Scope};
 use iggy_connector_sdk::ConnectorState;
 use proptest::prelude::*;
@@ -120,7 +120,16 @@ fn positions() -> impl Strategy<Value = Positions> {
         prop_oneof![
             (0..i64::MAX).prop_map(Position::At),
             Just(Position::SNAPSHOT),
-            (0..i64::MAX - 2).prop_map(|floor| Position::Snapshot { floor: Some(floor) }),
+            (0..i64::MAX - 2).prop_map(|floor| Position::Snapshot {
+                floor: Some(floor),
+                resume: None,
+            }),
+            (0..i64::MAX - 2, any::<i64>(), any::<u64>()).prop_map(|(floor, snapshot, rows)| {
+                Position::Snapshot {
+                    floor: Some(floor),
+                    resume: Some(Resume { snapshot, rows }),
+                }
+            }),
         ],
         0..20,
     )
@@ -136,7 +145,7 @@ fn check_state(bytes: Vec<u8>) {
         Ok(state) => {
             assert!(state.positions.values().all(|p| match p {
                 Position::At(offset) => *offset >= 0,
-                Position::Snapshot { floor } => floor.is_none_or(|f| f >= 0),
+                Position::Snapshot { floor, .. } => floor.is_none_or(|f| f >= 0),
             }));
             assert!(state.positions.keys().all(|k| k.bucket >= 0));
         }

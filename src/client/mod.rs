@@ -5,11 +5,11 @@
 //! - [`scanner`]: the record scanners, read ahead by background tasks;
 //! - [`offsets`]: offsets of buckets (starting, stop, log range) and the out-of-range rule;
 //! - [`discovery`]: the table's partitions, listed at open and then periodically;
-//! - [`limit_scan`]: a bucket's current rows in one limit scan (`starting_offset = "full"`).
+//! - [`kv_snapshot`]: a bucket's rows from its KV snapshot files (`starting_offset = "full"`).
 
 pub mod connect;
 pub mod discovery;
-pub mod limit_scan;
+pub mod kv_snapshot;
 pub mod offsets;
 pub mod scanner;
 pub mod table;

@@ -125,6 +125,9 @@ pub enum Reset {
     PastEnd { from: Offset, to: Offset },
     /// `on_offset_out_of_range = "fail"`: stop.
     Fail,
+    /// `on_offset_out_of_range = "snapshot"`: the log was truncated past the position; the
+    /// bucket takes its snapshot again (primary-key tables).
+    Snapshot { from: Offset, start: Offset },
 }
 
 /// The decision for a bucket at `position` whose log holds `start..=end`.
@@ -143,6 +146,12 @@ pub fn reset(position: Offset, start: Offset, end: Offset, policy: OutOfRangePol
     }
     let to = match policy {
         OutOfRangePolicy::Latest => end,
+        OutOfRangePolicy::Snapshot => {
+            return Reset::Snapshot {
+                from: position,
+                start,
+            }
+        }
         OutOfRangePolicy::Earliest | OutOfRangePolicy::Fail => start,
     };
     Reset::Skip { from: position, to }
@@ -151,11 +160,11 @@ pub fn reset(position: Offset, start: Offset, end: Offset, policy: OutOfRangePol
 #[cfg(test)]
 mod reset_tests {
     use super::*;
-    use OutOfRangePolicy::{Earliest, Fail, Latest};
+    use OutOfRangePolicy::{Earliest, Fail, Latest, Snapshot};
 
     #[test]
     fn positions_inside_the_log_are_kept_under_every_policy() {
-        for policy in [Earliest, Latest, Fail] {
+        for policy in [Earliest, Latest, Fail, Snapshot] {
             for position in [10, 15, 20] {
                 assert_eq!(reset(position, 10, 20, policy), Reset::Keep, "{position}");
             }
@@ -167,6 +176,10 @@ mod reset_tests {
         assert_eq!(reset(3, 10, 20, Earliest), Reset::Skip { from: 3, to: 10 });
         assert_eq!(reset(3, 10, 20, Latest), Reset::Skip { from: 3, to: 20 });
         assert_eq!(reset(3, 10, 20, Fail), Reset::Fail);
+        assert_eq!(
+            reset(3, 10, 20, Snapshot),
+            Reset::Snapshot { from: 3, start: 10 }
+        );
     }
 
     #[test]

@@ -143,12 +143,14 @@ pub struct Config {
     pub stopping_offset: Option<StoppingOffset>,
     /// The partitions read (`None` = all).
     pub partitions: Option<PartitionFilter>,
-    /// Most rows a bucket's snapshot may hold; a larger bucket is read from its changelog.
+    /// No longer used (snapshots are read a batch at a time); accepted for existing files.
     pub snapshot_max_bucket_rows: usize,
     /// Where the Prometheus endpoint listens (`None` = no metrics).
     pub metrics_address: Option<SocketAddr>,
     /// The `connector` label of this connector's metrics (`None` = `db.table`).
     pub metrics_connector: Option<String>,
+    /// Where a bucket's KV snapshot files are copied while its snapshot is read.
+    pub snapshot_dir: std::path::PathBuf,
 }
 
 impl Config {
@@ -258,6 +260,7 @@ struct RawConfig {
     snapshot_max_bucket_rows: Option<Value>,
     metrics_address: Option<Value>,
     metrics_connector: Option<Value>,
+    snapshot_dir: Option<Value>,
 }
 
 impl RawConfig {
@@ -351,6 +354,7 @@ impl RawConfig {
                 .filter(|v| !v.is_null())
                 .map(|v| name("metrics_connector", v))
                 .transpose()?,
+            snapshot_dir: snapshot_dir(self.snapshot_dir)?,
         })
     }
 }
@@ -358,7 +362,8 @@ impl RawConfig {
 mod values;
 use values::{
     assignment, boolean, bootstrap, choice, columns, duration, filter, headers, integer,
-    metrics_address, name, partitions, required, sasl, starting_offset, stopping_offset,
+    metrics_address, name, partitions, required, sasl, snapshot_dir, starting_offset,
+    stopping_offset,
 };
 
 #[cfg(test)]

@@ -128,6 +128,9 @@ pub enum OutOfRangePolicy {
     Latest,
     /// Stop with an error.
     Fail,
+    /// Primary-key tables: take the bucket's snapshot again (from its latest KV snapshot) and
+    /// continue at that snapshot's offset; log tables: as `Earliest`.
+    Snapshot,
 }
 
 impl Choice for OutOfRangePolicy {
@@ -135,6 +138,7 @@ impl Choice for OutOfRangePolicy {
         ("earliest", Self::Earliest),
         ("latest", Self::Latest),
         ("fail", Self::Fail),
+        ("snapshot", Self::Snapshot),
     ];
 }
 

@@ -42,6 +42,15 @@ pub(super) fn name(key: &'static str, value: Value) -> Result<String, ConfigErro
     Ok(s)
 }
 
+/// `snapshot_dir`: a directory path; by default one under the OS temp directory.
+pub(super) fn snapshot_dir(value: Option<Value>) -> Result<std::path::PathBuf, ConfigError> {
+    let Some(value) = value else {
+        return Ok(std::env::temp_dir().join("iggy-fluss-source-snapshots"));
+    };
+    let path = name("snapshot_dir", value)?;
+    Ok(std::path::PathBuf::from(path))
+}
+
 pub(super) fn bootstrap(value: Value) -> Result<String, ConfigError> {
     const KEY: &str = "bootstrap_servers";
     const ACCEPTED: &str = "use host:port[,host:port…], e.g. \"127.0.0.1:9123\"";

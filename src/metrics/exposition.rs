@@ -155,7 +155,7 @@ fn bucket_rows(figures: &Figures, now: i64) -> Vec<BucketRow> {
                 None => (0, None, None),
                 Some(SnapshotPhase::Waiting) => (1, None, None),
                 Some(SnapshotPhase::HandingOver { done, total }) => {
-                    (2, Some(done as i64), Some(total as i64))
+                    (2, Some(done as i64), total.map(|t| t as i64))
                 }
             };
             BucketRow {
@@ -337,9 +337,13 @@ mod tests {
             views.high_watermarks.insert(b(1), 7);
             views.delivered_at.insert(b(1), now - 60_000);
             views.committed.insert(b(2), Position::SNAPSHOT);
-            views
-                .snapshots
-                .insert(b(2), SnapshotPhase::HandingOver { done: 3, total: 9 });
+            views.snapshots.insert(
+                b(2),
+                SnapshotPhase::HandingOver {
+                    done: 3,
+                    total: Some(9),
+                },
+            );
             views.committed.insert(b(3), Position::At(0));
         }
         figures.counters.rows_fetched.store(12, Ordering::Relaxed);

@@ -100,8 +100,9 @@ pub enum SnapshotPhase {
     HandingOver {
         /// Rows handed over.
         done: u64,
-        /// Rows the snapshot holds (after the filter).
-        total: u64,
+        /// Rows the snapshot holds (after the filter), when known ahead: a snapshot read from
+        /// KV snapshot files a batch at a time does not know it.
+        total: Option<u64>,
     },
 }
 

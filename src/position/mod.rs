@@ -59,12 +59,29 @@ pub enum Position {
         /// between; so every later attempt continues the changelog at this first offset,
         /// whose changes (deletes included) bring the rows of the earlier attempt up to date.
         floor: Option<Offset>,
+        /// How far the current attempt got: the KV snapshot it reads and how many of its
+        /// rows were handed over in batches that were then acknowledged (`None` before any
+        /// batch of it was). A restart or Nack goes on from there in the same snapshot.
+        resume: Option<Resume>,
     },
+}
+
+/// Where a bucket's snapshot goes on: its KV snapshot and the rows of it already handed over
+/// (counted in key order before any `filter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Resume {
+    /// The KV snapshot's id.
+    pub snapshot: i64,
+    /// Its first rows (in key order) that were handed over.
+    pub rows: u64,
 }
 
 impl Position {
     /// A bucket whose snapshot is still to be taken, no attempt handed over yet.
-    pub const SNAPSHOT: Self = Self::Snapshot { floor: None };
+    pub const SNAPSHOT: Self = Self::Snapshot {
+        floor: None,
+        resume: None,
+    };
 
     /// The next offset of its log, `None` in the snapshot phase.
     pub fn offset(self) -> Option<Offset> {

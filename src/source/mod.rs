@@ -21,6 +21,7 @@ use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, Sourc
 
 use crate::client::connect;
 use crate::client::discovery;
+use crate::client::kv_snapshot::lease::Lease;
 use crate::client::offsets;
 use crate::client::scanner::Scanner;
 use crate::client::table::Table;
@@ -90,6 +91,8 @@ pub struct FlussSource {
     /// every state keeps them, so widening the selection again resumes those partitions
     /// where they stopped instead of at `starting_offset`.
     set_aside: Positions,
+    /// The KV snapshot lease of the buckets taking their snapshot.
+    lease: Lease,
 }
 
 impl Source for FlussSource {
@@ -180,6 +183,7 @@ impl Source for FlussSource {
         }
         telemetry.metrics.committed(&committed);
         telemetry.metrics.partitions(&partitions);
+        let lease = Lease::new(id, table.id(), config.assignment.index);
         Ok(Self {
             schema: open::batch_schema(&config),
             config,
@@ -197,6 +201,7 @@ impl Source for FlussSource {
             stop_unsaved,
             finished: false,
             set_aside,
+            lease,
         })
     }
 
@@ -244,7 +249,9 @@ impl Source for FlussSource {
     }
 
     async fn close(&mut self) -> Result<()> {
-        self.buckets.clear_queued();
+        // Also the snapshots being handed over: their local copies are removed. Their lease
+        // stays, so a restart goes on with the same snapshots (or it expires).
+        self.buckets.clear_all();
         self.telemetry.closed();
         // Unregisters this connector's metrics (and frees the port if it was the last).
         self.telemetry.metrics = Metrics::off();
@@ -270,9 +277,9 @@ impl FlussSource {
                 .buckets
                 .drain(self.encoder.as_mut(), &mut batch, &mut positions)?;
             encode_time += started.elapsed();
-            for report in self.buckets.take_finished() {
-                self.telemetry.snapshot_finished(&report);
-            }
+            let (fetched, kept) = self.buckets.take_snapshot_rows();
+            self.telemetry.metrics.fetched(fetched, kept);
+            self.snapshots_settled().await;
             let now = Instant::now();
             if batch.is_full() || now >= deadline {
                 break;

@@ -134,6 +134,15 @@ impl FlussSource {
                         .skipped(*key, from, to, "the log was truncated");
                     *position = Position::At(to);
                 }
+                Reset::Snapshot { from, start } if self.table.primary_key => {
+                    self.telemetry.snapshot_again(*key, from, start);
+                    *position = Position::SNAPSHOT;
+                }
+                Reset::Snapshot { from, start } => {
+                    self.telemetry
+                        .skipped(*key, from, start, "the log was truncated");
+                    *position = Position::At(start);
+                }
             }
         }
         Ok(())

@@ -1,15 +1,25 @@
-//! Taking bucket snapshots (`starting_offset = "full"`) while polling: one bucket at a time,
-//! so at most one bucket's rows are held in memory. A bucket's position stays
-//! [`Position::Snapshot`] until the last of its snapshot's rows is in a batch; a Nack or a restart before that batch is acknowledged takes its
-//! snapshot again.
+//! Taking bucket snapshots (`starting_offset = "full"`) while polling, from the buckets' KV
+//! snapshot files (see [`crate::client::kv_snapshot`]): one bucket at a time, read a bounded
+//! batch at a time. A bucket's position stays [`Position::Snapshot`] until the last of its
+//! snapshot's rows is in a batch; a Nack or a restart before that batch is acknowledged
+//! takes its snapshot again. A bucket without a KV snapshot yet (nothing written to it, or
+//! its first snapshot not taken yet) reads its changelog from its earliest offset, which
+//! then still holds every change.
 
+use std::sync::Arc;
+use std::time::Instant;
+
+use fluss::metadata::RowType;
 use fluss::rpc::message::OffsetSpec;
 
 use super::{FlussSource, RETRY_PAUSE};
-use crate::client::limit_scan::{self, Taken};
+use crate::client::discovery::PartitionNames;
+use crate::client::kv_snapshot::rows::{KvRows, Layout};
+use crate::client::kv_snapshot::{files, latest, Opened};
 use crate::client::offsets;
+use crate::client::table::Table;
 use crate::error::{Error, Fault, Result};
-use crate::position::{BucketKey, Position, Positions};
+use crate::position::{BucketKey, Offset, Position, Positions, Resume};
 
 impl FlussSource {
     /// The next bucket whose snapshot is due: none while one is being handed over.
@@ -23,8 +33,8 @@ impl FlussSource {
             .map(|(key, _)| *key)
     }
 
-    /// Takes the snapshot of `key` and queues it; a bucket over `snapshot_max_bucket_rows`
-    /// is read from its changelog instead. A transient failure is logged and retried later.
+    /// Takes the snapshot of `key` and queues it; a bucket without a KV snapshot is read
+    /// from its changelog instead. A transient failure is logged and retried later.
     pub(super) async fn take_snapshot(
         &mut self,
         key: BucketKey,
@@ -32,12 +42,24 @@ impl FlussSource {
     ) -> Result<()> {
         match self.try_snapshot(key, positions).await {
             Err(error) if error.fault() == Fault::Retry => {
-                self.telemetry
-                    .retrying(&format!("taking the snapshot of {key} failed"), &error);
+                self.snapshot_failed(key, &error);
                 tokio::time::sleep(RETRY_PAUSE).await;
                 Ok(())
             }
             result => result,
+        }
+    }
+
+    /// Logs why bucket `key`'s snapshot failed: an ERROR for what needs the operator
+    /// (storage, disk, a corrupt copy), a WARN for a transient Fluss failure.
+    pub(super) fn snapshot_failed(&mut self, key: BucketKey, error: &Error) {
+        match error {
+            Error::SnapshotRemote { .. }
+            | Error::SnapshotDisk { .. }
+            | Error::SnapshotCorrupt { .. } => self.telemetry.refused(error),
+            _ => self
+                .telemetry
+                .retrying(&format!("taking the snapshot of {key} failed"), error),
         }
     }
 
@@ -46,34 +68,46 @@ impl FlussSource {
             return Ok(());
         }
         self.telemetry.snapshot_started(key);
-        let cap = self.config.snapshot_max_bucket_rows;
-        let names = self.buckets.partitions();
-        let continue_at = match limit_scan::take(&self.table, key, names, cap).await? {
-            Taken::Rows(mut scanned) => {
+        let resume = match positions.get(&key) {
+            Some(Position::Snapshot { resume, .. }) => *resume,
+            _ => None,
+        };
+        let continue_at = match self.open_snapshot(key, resume).await? {
+            Some(mut opened) => {
                 match positions.get(&key) {
-                    Some(Position::Snapshot { floor: Some(floor) }) => {
-                        scanned.continue_from(*floor);
+                    Some(Position::Snapshot {
+                        floor: Some(floor), ..
+                    }) => {
+                        opened.continue_from(*floor);
                     }
                     // The first attempt: its rows are about to be handed over.
                     _ => {
-                        let floor = Some(scanned.continue_at);
-                        positions.insert(key, Position::Snapshot { floor });
+                        let floor = Some(opened.continue_at);
+                        positions.insert(
+                            key,
+                            Position::Snapshot {
+                                floor,
+                                resume: None,
+                            },
+                        );
                     }
                 }
-                let continue_at = scanned.continue_at;
-                let (fetched, kept) = self.buckets.queue_snapshot(key, scanned)?;
-                self.telemetry.metrics.fetched(fetched, kept);
+                let continue_at = opened.continue_at;
+                self.buckets.queue_snapshot(key, opened)?;
                 continue_at
             }
-            Taken::TooLarge { cap } => {
-                let earliest = offsets::list(&self.table, &[key], names, OffsetSpec::Earliest)
-                    .await?
-                    .get(&key)
-                    .copied()
-                    .ok_or(Error::SnapshotUnanswered { key })?;
-                self.telemetry.snapshot_skipped(key, cap, earliest);
-                positions.insert(key, Position::At(earliest));
-                earliest
+            None => {
+                let earliest = earliest(&self.table, key, self.buckets.partitions()).await?;
+                self.telemetry.snapshot_absent(key, earliest);
+                // After an attempt that handed rows over, from where its changelog continued.
+                let at = match positions.get(&key) {
+                    Some(Position::Snapshot {
+                        floor: Some(floor), ..
+                    }) => *floor,
+                    _ => earliest,
+                };
+                positions.insert(key, Position::At(at));
+                at
             }
         };
         // The changelog is read from where the snapshot leaves off; its records queue behind
@@ -91,4 +125,101 @@ impl FlussSource {
         }
         Ok(())
     }
+
+    /// The KV snapshot of `key` to read, leased, copied and opened, past the rows `resume`
+    /// says were handed over; `None` if the bucket has none.
+    async fn open_snapshot(
+        &mut self,
+        key: BucketKey,
+        resume: Option<Resume>,
+    ) -> Result<Option<Opened>> {
+        let started = Instant::now();
+        // The same snapshot as the attempt `resume` comes from, while the lease still has it.
+        let resumed = match resume {
+            Some(resume) => {
+                let held = self
+                    .lease
+                    .acquire(&self.table, key, resume.snapshot)
+                    .await?;
+                if !held {
+                    self.telemetry.warn(&format!(
+                        "{key}: KV snapshot {} is gone (its lease expired or Fluss deleted it) after {} of its rows were handed over; the bucket's snapshot starts over from its newest KV snapshot, and its changelog continues where the first attempt's did",
+                        resume.snapshot, resume.rows
+                    ));
+                }
+                held.then_some(resume)
+            }
+            None => None,
+        };
+        let (snapshot, skip) = match resumed {
+            Some(resume) => (resume.snapshot, resume.rows),
+            None => {
+                let Some(latest) =
+                    latest::latest(&self.table, key, self.buckets.partitions()).await?
+                else {
+                    return Ok(None);
+                };
+                if !self.lease.acquire(&self.table, key, latest.id).await? {
+                    // Replaced by a newer snapshot between the listing and the lease.
+                    return Err(Error::SnapshotUnanswered { key });
+                }
+                (latest.id, 0)
+            }
+        };
+        let root = &self.config.snapshot_dir;
+        let copy = files::copy(&self.table, key, snapshot, root, self.lease.id()).await?;
+        let (disk_bytes, taken_at) = (copy.bytes, copy.log_offset);
+        self.telemetry
+            .snapshot_copied(key, snapshot, disk_bytes, copy.dir(), started.elapsed());
+        let batch_rows = self.config.batch_size.clamp(256, 16_384);
+        let mut rows = KvRows::open(&Layout::of(&self.table), key, copy, batch_rows)?;
+        let skipped = rows.skip(skip)?;
+        Ok(Some(Opened {
+            key,
+            snapshot_id: Some(snapshot),
+            rows: Box::new(rows),
+            row_type: Arc::new(RowType::new(self.table.fields.clone())),
+            started,
+            taken_at,
+            continue_at: taken_at,
+            exact: true,
+            disk_bytes,
+            skipped,
+        }))
+    }
+
+    /// After a drain: gives back the leases of the snapshots handed over, and sends the
+    /// buckets whose snapshot failed back to take it again (the scanner, which reads their
+    /// changelog, is rebuilt without them).
+    pub(super) async fn snapshots_settled(&mut self) {
+        for report in self.buckets.take_finished() {
+            self.telemetry.snapshot_finished(&report);
+            if let Err(error) = self.lease.release(&self.table, report.key).await {
+                self.telemetry.retrying(
+                    &format!(
+                        "giving back the KV snapshot lease {} of {} failed (it expires by itself)",
+                        self.lease.id(),
+                        report.key
+                    ),
+                    &error,
+                );
+            }
+        }
+        let failed = self.buckets.take_failed();
+        if !failed.is_empty() {
+            for (key, error) in &failed {
+                self.snapshot_failed(*key, error);
+            }
+            self.scanner = None;
+        }
+    }
+}
+
+/// The earliest offset of bucket `key`.
+async fn earliest(table: &Table, key: BucketKey, names: &PartitionNames) -> Result<Offset> {
+    offsets::list(table, &[key], names, OffsetSpec::Earliest)
+        .await?
+        .get(&key)
+        .copied()
+        .ok_or(Error::SnapshotUnanswered { key })
 }

@@ -238,26 +238,52 @@ impl Telemetry {
         tracing::info!(target: TARGET, "{}: {key}: snapshot starts", self.prefix);
     }
 
+    /// A bucket's KV snapshot was copied to local disk (the disk it uses until it is handed
+    /// over).
+    pub fn snapshot_copied(
+        &self,
+        key: BucketKey,
+        snapshot: i64,
+        bytes: u64,
+        dir: &std::path::Path,
+        took: Duration,
+    ) {
+        tracing::info!(target: TARGET, "{}: {key}: KV snapshot {snapshot} copied to {} ({bytes} bytes of local disk, {:.3} s)",
+            self.prefix,
+            dir.display(),
+            took.as_secs_f64()
+        );
+    }
+
     /// A bucket's snapshot was handed over whole.
     pub fn snapshot_finished(&self, report: &Report) {
-        tracing::info!(target: TARGET, "{}: {}: snapshot handed over: rows={} bytes={} seconds={:.3}; the changelog continues at offset {} ({})",
+        tracing::info!(target: TARGET, "{}: {}: snapshot handed over: rows={} bytes={} disk_bytes={} seconds={:.3}; the changelog continues at offset {} ({})",
             self.prefix,
             report.key,
             report.rows,
             report.bytes,
+            report.disk_bytes,
             report.started.elapsed().as_secs_f64(),
             report.continue_at,
             if report.exact {
                 "exact switch"
             } else {
-                "not exact: changes written during the snapshot may come twice"
+                "not exact: changes since an earlier attempt come again"
             }
         );
     }
 
-    /// A bucket too large for its snapshot: read from its changelog instead.
-    pub fn snapshot_skipped(&self, key: BucketKey, cap: usize, earliest: Offset) {
-        tracing::error!(target: TARGET, "{}: {key}: holds more than snapshot_max_bucket_rows = {cap} rows, so its snapshot is skipped and it is read from its changelog at its earliest offset {earliest}: rows whose last change is older than that offset are missing; raise `snapshot_max_bucket_rows` (memory ≈ rows × row size) to take its snapshot",
+    /// Retention removed a primary-key bucket's saved offset and `on_offset_out_of_range =
+    /// "snapshot"`: the bucket is read again from its latest KV snapshot.
+    pub fn snapshot_again(&self, key: BucketKey, from: Offset, start: Offset) {
+        tracing::warn!(target: TARGET, "{}: {key}: offset {from} is not on the server any more (the log starts at {start}); on_offset_out_of_range = \"snapshot\": the bucket's rows are delivered again from its latest KV snapshot (a new run of snapshot events), then its changelog from that snapshot's offset",
+            self.prefix
+        );
+    }
+
+    /// A bucket has no KV snapshot yet, so it is read from its changelog.
+    pub fn snapshot_absent(&self, key: BucketKey, earliest: Offset) {
+        tracing::info!(target: TARGET, "{}: {key}: no KV snapshot yet (nothing written, or the first snapshot is not taken yet), so it is read from its changelog at its earliest offset {earliest}",
             self.prefix
         );
     }

@@ -38,6 +38,12 @@ impl FlussSource {
                 self.telemetry.retrying("listing partitions failed", &e);
             }
         }
+        if let Err(e) = self.lease.renew(&self.table).await {
+            self.telemetry.retrying(
+                &format!("renewing the KV snapshot lease {} failed", self.lease.id()),
+                &e,
+            );
+        }
         if self.telemetry.progress_due() {
             let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
             let latest = offsets::list(

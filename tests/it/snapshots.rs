@@ -288,6 +288,56 @@ fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() 
     assert_eq!(kinds, HashSet::from(["insert".to_owned()]));
 }
 
+/// The log offset of each bucket's latest KV snapshot (`None`: none yet), in bucket order.
+async fn kv_snapshot_offsets(
+    conn: &FlussConnection,
+    path: &TablePath,
+    partition: Option<&str>,
+) -> Result<Vec<Option<i64>>, String> {
+    let admin = conn.get_admin().unwrap();
+    let latest = admin
+        .get_latest_kv_snapshots(path, partition)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut listed: Vec<(i32, Option<i64>)> = latest
+        .latest_snapshots
+        .iter()
+        .map(|snapshot| {
+            (
+                snapshot.bucket_id,
+                snapshot.snapshot_id.and(snapshot.log_offset),
+            )
+        })
+        .collect();
+    listed.sort_unstable();
+    Ok(listed.into_iter().map(|(_, offset)| offset).collect())
+}
+
+/// Waits until each of the `buckets` buckets of `path` (of its partition `partition`) has a
+/// KV snapshot: a bucket written less than `kv.snapshot.interval` ago has none yet, and reads
+/// its changelog instead of delivering snapshot rows.
+fn kv_snapshots_taken(
+    conn: &FlussConnection,
+    path: &TablePath,
+    partition: Option<&str>,
+    buckets: usize,
+) {
+    rt().block_on(poll_until(
+        Duration::from_secs(60),
+        Duration::from_millis(250),
+        "a KV snapshot of every bucket",
+        || async {
+            let at = kv_snapshot_offsets(conn, path, partition).await?;
+            let taken = at.iter().flatten().count();
+            if taken == buckets {
+                Ok(())
+            } else {
+                Err(format!("{taken} of {buckets} buckets have one"))
+            }
+        },
+    ));
+}
+
 /// A primary-key table on the shared cluster with `keys` keys after a script of `ops`.
 fn populated(prefix: &str, ops: usize, keys: i64, buckets: i32) -> (FlussConnection, TablePath) {
     let path = unique_table(prefix);
@@ -297,6 +347,7 @@ fn populated(prefix: &str, ops: usize, keys: i64, buckets: i32) -> (FlussConnect
         tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), buckets).await;
         apply_script(&conn, &path, &script(ops, keys, 11), None).await;
     });
+    kv_snapshots_taken(&conn, &path, None, buckets as usize);
     (conn, path)
 }
 
@@ -444,6 +495,7 @@ fn partitions_and_a_partition_created_while_streaming_start_with_their_snapshots
         tables::create_partition(&admin, &path, "region", "eu").await;
         apply_script(&conn, &path, &script(2_000, KEYS, 5), Some("eu")).await;
     });
+    kv_snapshots_taken(&conn, &path, Some("eu"), 2);
     let mut s = Stream::open(
         &full(
             cluster().bootstrap(),
@@ -486,42 +538,117 @@ fn partitions_and_a_partition_created_while_streaming_start_with_their_snapshots
 }
 
 #[test]
-fn a_bucket_over_the_snapshot_cap_is_read_from_its_changelog_with_an_error_line() {
+fn a_bucket_without_a_kv_snapshot_reads_its_changelog_from_the_earliest_offset() {
     const KEYS: i64 = 300;
-    let (conn, path) = populated("snap_cap", 600, KEYS, 1);
+    let path = unique_table("snap_none");
+    let conn = rt().block_on(cluster().connection());
+    rt().block_on(async {
+        let admin = conn.get_admin().unwrap();
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), 2).await;
+    });
     let since = logs().len();
-    let mut s = Stream::open(
-        &full(
-            cluster().bootstrap(),
-            path.table(),
-            json!({"snapshot_max_bucket_rows": 50}),
-        ),
-        None,
-    )
-    .expect("open");
+    let mut s =
+        Stream::open(&full(cluster().bootstrap(), path.table(), json!({})), None).expect("open");
+    s.read(1, Duration::from_secs(3), Answer::AckAll);
+    rt().block_on(apply_script(&conn, &path, &script(600, KEYS, 5), None));
     s.read(usize::MAX, IDLE, Answer::AckAll);
-    drop(conn);
-    let errors: Vec<String> = logs()
+    let absent = logs()
         .into_iter()
         .skip(since)
-        .filter(|l| l.level == Level::Error && l.message.contains(path.table()))
-        .map(|l| l.message)
-        .collect();
-    assert_eq!(errors.len(), 1, "one ERROR line: {errors:#?}");
-    assert!(
-        errors[0].contains("bucket 0: holds more than snapshot_max_bucket_rows = 50 rows")
-            && errors[0].contains("read from its changelog at its earliest offset 0")
-            && errors[0].contains("raise `snapshot_max_bucket_rows`"),
-        "{}",
-        errors[0]
-    );
+        .filter(|l| {
+            l.level == Level::Info
+                && l.message.contains(path.table())
+                && l.message.contains("no KV snapshot yet")
+                && l.message.contains("at its earliest offset 0")
+        })
+        .count();
+    assert_eq!(absent, 2, "one INFO line per bucket");
     assert!(
         s.acked.iter().all(|m| op(m) != "r"),
-        "no snapshot rows from a bucket over the cap"
+        "no snapshot rows from an empty table"
     );
-    // Nothing expired here, so the changelog alone still gives the table.
     let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
-    assert_eq!(replay_json(&s.acked), expected);
+    assert_eq!(
+        replay_json(&s.acked),
+        expected,
+        "the changelog gives the table"
+    );
+}
+
+/// Waits until the latest KV snapshot of both buckets holds all of their changes.
+fn kv_snapshots_caught_up(conn: &FlussConnection, path: &TablePath) {
+    rt().block_on(poll_until(
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+        "a KV snapshot of every bucket at its high watermark",
+        || async {
+            let at = kv_snapshot_offsets(conn, path, None).await?;
+            let ends = offsets(conn, path, OffsetSpec::Latest).await;
+            if at.len() == ends.len() && at.iter().zip(&ends).all(|(a, e)| *a == Some(*e)) {
+                Ok(())
+            } else {
+                Err(format!("snapshots at {at:?}, high watermarks {ends:?}"))
+            }
+        },
+    ));
+}
+
+#[test]
+fn a_restart_mid_snapshot_goes_on_with_the_next_unacknowledged_batch_of_the_same_snapshot() {
+    const KEYS: i64 = 3000;
+    const BATCH: usize = 256;
+    let path = unique_table("snap_resume");
+    let conn = rt().block_on(cluster().connection());
+    rt().block_on(async {
+        let admin = conn.get_admin().unwrap();
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), 2).await;
+        upserts(&conn, &path, 0..KEYS, "v", 10).await;
+    });
+    kv_snapshots_caught_up(&conn, &path);
+    let config = full(
+        cluster().bootstrap(),
+        path.table(),
+        json!({"batch_size": BATCH, "changelog_format": "flat"}),
+    );
+    let mut first = Stream::open(&config, None).expect("open");
+    first.read(1000, IDLE, Answer::AckAll);
+    let first_reads = first.acked.iter().filter(|m| op(m) == "r").count();
+    let first_acked = first.acked.clone();
+    let state = first.close();
+    assert!(
+        first_reads >= 1000 && first_reads < KEYS as usize,
+        "the first run stopped mid-snapshot ({first_reads} rows)"
+    );
+    let since = logs().len();
+    let mut second = Stream::open(&config, state).expect("reopen");
+    second.read(usize::MAX, IDLE, Answer::AckAll);
+    let second_reads = second.acked.iter().filter(|m| op(m) == "r").count();
+    eprintln!("snapshot resume: {first_reads} rows, then {second_reads} after the restart");
+    assert!(
+        first_reads + second_reads <= KEYS as usize + BATCH,
+        "the restart repeated {} rows, more than one batch ({BATCH})",
+        first_reads + second_reads - KEYS as usize
+    );
+    assert!(
+        !logs()
+            .into_iter()
+            .skip(since)
+            .any(|l| l.message.contains(path.table()) && l.message.contains("is gone")),
+        "the same KV snapshot was still leased"
+    );
+    let all: Vec<Received> = first_acked
+        .into_iter()
+        .chain(std::mem::take(&mut second.acked))
+        .collect();
+    let distinct: HashSet<u128> = all.iter().filter(|m| op(m) == "r").map(|m| m.id).collect();
+    assert_eq!(
+        distinct.len(),
+        KEYS as usize,
+        "every key's snapshot row, ids stable across the restart"
+    );
+    drop(conn);
+    let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
+    assert_eq!(replay_json(&all), expected, "both runs replay to the table");
 }
 
 #[test]
@@ -583,5 +710,44 @@ fn a_leader_killed_before_its_bucket_snapshot_is_retried_and_nothing_is_lost() {
             .iter()
             .filter(|(level, _)| *level == Level::Warn)
             .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn an_unwritable_snapshot_dir_is_one_error_line_and_nothing_is_skipped() {
+    let (conn, path) = populated("snap_disk", 300, 100, 1);
+    let since = logs().len();
+    let mut s = Stream::open(
+        &full(
+            cluster().bootstrap(),
+            path.table(),
+            json!({"snapshot_dir": "/dev/null/snapshots"}),
+        ),
+        None,
+    )
+    .expect("open");
+    s.read(usize::MAX, Duration::from_secs(5), Answer::AckAll);
+    drop(conn);
+    let errors: Vec<String> = logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.level == Level::Error && l.message.contains(path.table()))
+        .map(|l| l.message)
+        .collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "one ERROR line while it retries: {errors:#?}"
+    );
+    assert!(
+        errors[0]
+            .contains("cannot write the KV snapshot files of bucket 0 to /dev/null/snapshots/")
+            && errors[0].contains("point `snapshot_dir` at a directory with room"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        s.acked.is_empty(),
+        "nothing is skipped: the bucket waits for its snapshot instead of reading on"
     );
 }

@@ -23,11 +23,11 @@ use fluss::record::ScanRecord;
 use fluss::PartitionId;
 
 use crate::client::discovery::PartitionNames;
-use crate::client::limit_scan::Scanned;
+use crate::client::kv_snapshot::Opened;
 use crate::encode::batch::Batch;
 use crate::encode::stamp::{BucketStamp, Stamper};
 use crate::encode::Encoder;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::metrics::SnapshotPhase;
 use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
@@ -63,11 +63,15 @@ pub struct Buckets {
     turns: VecDeque<BucketKey>,
     /// Snapshots whose last row went into a batch since [`Buckets::take_finished`].
     finished: Vec<Report>,
+    /// Snapshots that could not be read on, since [`Buckets::take_failed`].
+    failed: Vec<(BucketKey, Error)>,
     /// The `filter` records must pass to be queued.
     filter: Option<Filter>,
     /// The commit timestamp of the last row of each bucket put into a batch since
     /// [`Buckets::take_times`].
     times: Offsets,
+    /// Snapshot rows read and rows the filter kept since [`Buckets::take_snapshot_rows`].
+    snapshot_rows: (usize, usize),
 }
 
 impl Buckets {
@@ -79,8 +83,10 @@ impl Buckets {
             entries: HashMap::with_capacity(keys.len()),
             turns: VecDeque::new(),
             finished: Vec::new(),
+            failed: Vec::new(),
             filter: None,
             times: Offsets::new(),
+            snapshot_rows: (0, 0),
         };
         for key in keys {
             buckets.insert(*key)?;
@@ -174,20 +180,22 @@ impl Buckets {
     }
 
     /// Queues the snapshot of bucket `key` (the rows the filter keeps, stamped as that
-    /// bucket's snapshot), to be handed over before its changelog records. Returns how many
-    /// rows the scan fetched and how many the filter kept.
-    pub fn queue_snapshot(&mut self, key: BucketKey, scanned: Scanned) -> Result<(usize, usize)> {
+    /// bucket's snapshot), to be handed over before its changelog records.
+    pub fn queue_snapshot(&mut self, key: BucketKey, opened: Opened) -> Result<()> {
         let Some(entry) = self.entries.get_mut(&key) else {
-            return Ok((0, 0));
+            return Ok(());
         };
-        let fetched = scanned.batch.num_rows();
-        let snapshot = Snapshot::new(&entry.stamp, scanned, self.filter.as_ref())?;
-        let kept = snapshot.report.rows;
+        let snapshot = Snapshot::new(&entry.stamp, opened, self.filter.clone())?;
         if !entry.is_waiting() {
             self.turns.push_back(key);
         }
         entry.snapshot = Some(snapshot);
-        Ok((fetched, kept))
+        Ok(())
+    }
+
+    /// Snapshot rows read and rows the filter kept since the last call.
+    pub fn take_snapshot_rows(&mut self) -> (usize, usize) {
+        std::mem::take(&mut self.snapshot_rows)
     }
 
     /// Where the snapshot of every bucket of `positions` in its snapshot phase stands.
@@ -202,7 +210,7 @@ impl Buckets {
                         let (done, total) = snapshot.progress();
                         SnapshotPhase::HandingOver {
                             done: done as u64,
-                            total: total as u64,
+                            total: total.map(|t| t as u64),
                         }
                     }
                     None => SnapshotPhase::Waiting,
@@ -242,6 +250,12 @@ impl Buckets {
     /// The snapshots finished since the last call.
     pub fn take_finished(&mut self) -> Vec<Report> {
         std::mem::take(&mut self.finished)
+    }
+
+    /// The snapshots that failed since the last call: their buckets take their snapshot
+    /// again, and the scanner must be rebuilt (it still reads their changelog).
+    pub fn take_failed(&mut self) -> Vec<(BucketKey, Error)> {
+        std::mem::take(&mut self.failed)
     }
 
     /// Drops every waiting changelog record (the scanner is rebuilt and fetches them again);
@@ -295,10 +309,30 @@ impl Buckets {
                         return Err(error);
                     }
                 };
-                snapshot.advance(consumed);
                 total += consumed;
+                snapshot.advance(consumed);
                 if let Some(last) = consumed.checked_sub(1).and_then(|i| rows.get(i)) {
                     self.times.insert(key, last.timestamp());
+                }
+                let (fetched, kept) = snapshot.take_counts();
+                self.snapshot_rows.0 += fetched;
+                self.snapshot_rows.1 += kept;
+                if let Some(error) = snapshot.failure() {
+                    // Its rows so far stay delivered; the bucket's snapshot is taken again
+                    // (it is still in its snapshot phase) and its changelog records go.
+                    entry.snapshot = None;
+                    entry.records = Vec::new();
+                    entry.next = 0;
+                    entry.end = None;
+                    self.failed.push((key, error));
+                    continue;
+                }
+                if let (Some(resume), Some(Position::Snapshot { floor, .. })) =
+                    (snapshot.resume(), positions.get(&key))
+                {
+                    let floor = *floor;
+                    let resume = Some(resume);
+                    positions.insert(key, Position::Snapshot { floor, resume });
                 }
                 if snapshot.is_done() {
                     positions.insert(key, Position::At(snapshot.continue_at()));
@@ -610,7 +644,7 @@ mod tests {
         let mut buckets = registry(&[B0, B1]);
         buckets.queue(B0, records(40..42)).unwrap();
         buckets
-            .queue_snapshot(B0, snapshot_rows::tests::scanned(3, 40))
+            .queue_snapshot(B0, snapshot_rows::tests::opened(3, 40))
             .unwrap();
         buckets.queue(B1, records(7..8)).unwrap();
         assert!(buckets.has_snapshot());
@@ -664,7 +698,7 @@ mod tests {
     fn a_nack_drops_snapshots_but_a_rebuild_keeps_them() {
         let mut buckets = registry(&[B0]);
         buckets
-            .queue_snapshot(B0, snapshot_rows::tests::scanned(3, 40))
+            .queue_snapshot(B0, snapshot_rows::tests::opened(3, 40))
             .unwrap();
         buckets.queue(B0, records(40..41)).unwrap();
         buckets.clear_queued();

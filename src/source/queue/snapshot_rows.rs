@@ -1,29 +1,48 @@
-//! A bucket's snapshot (`starting_offset = "full"`) while it is handed over: its rows, kept
-//! as the one Arrow batch the limit scan returned, turned into records a chunk at a time.
+//! A bucket's snapshot (`starting_offset = "full"`) while it is handed over: its rows, read
+//! from the bucket's KV snapshot a bounded Arrow batch at a time and turned into records a
+//! chunk at a time, so memory does not grow with the bucket.
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use arrow_array::RecordBatch;
+use fluss::metadata::RowType;
 use fluss::record::{ChangeType, ScanRecord};
 use fluss::row::ColumnarRow;
+use fluss::SnapshotId;
 
-use crate::client::limit_scan::Scanned;
+use crate::client::kv_snapshot::{Opened, RowBatches};
 use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
-use crate::position::{BucketKey, Offset};
+use crate::position::{BucketKey, Offset, Resume};
 
-/// Rows turned into records per encoder call: records are made from the snapshot's Arrow
+/// Rows turned into records per encoder call: records are made from the current Arrow
 /// batch as they are encoded, so only this many exist at once (about 40 bytes each).
 const CHUNK_ROWS: usize = 16_384;
 
 /// One bucket's snapshot, being handed over.
 pub struct Snapshot {
     stamp: BucketStamp,
-    row: ColumnarRow,
+    snapshot_id: Option<SnapshotId>,
+    source: Box<dyn RowBatches>,
+    row_type: Arc<RowType>,
+    filter: Option<Filter>,
+    /// The current batch (the rows the filter kept), `None` once the source is exhausted.
+    row: Option<ColumnarRow>,
+    /// Rows in the current batch.
     rows: usize,
+    /// The next row of the current batch.
     next: usize,
+    /// Snapshot rows (before the filter) read from batches before the current one.
+    base: u64,
+    /// Snapshot rows (before the filter) in the current batch.
+    batch_read: u64,
     taken_ms: i64,
+    /// Reading the next batch failed: the snapshot cannot go on (see [`Snapshot::failure`]).
+    failed: Option<Error>,
+    /// Rows read and rows the filter kept since [`Snapshot::take_counts`].
+    counts: (usize, usize),
     /// What the end-of-snapshot line reports.
     pub report: Report,
 }
@@ -33,50 +52,87 @@ pub struct Snapshot {
 pub struct Report {
     /// Which bucket.
     pub key: BucketKey,
-    /// Rows in the snapshot.
+    /// Rows handed over (those the filter kept).
     pub rows: usize,
-    /// Arrow bytes the snapshot held in memory.
+    /// Arrow bytes of the largest batch held in memory at once.
     pub bytes: usize,
+    /// Bytes of the snapshot's files on local disk.
+    pub disk_bytes: u64,
     /// When it was started.
     pub started: Instant,
-    /// The offset the changelog continues at (the high watermark before the scan).
+    /// The offset the changelog continues at (the snapshot's log offset).
     pub continue_at: Offset,
-    /// Whether the high watermark stayed put during the scan (no change is delivered twice).
+    /// Whether the switch is exact (no change is delivered twice).
     pub exact: bool,
 }
 
 impl Snapshot {
-    /// The rows of `scanned` that `filter` keeps, stamped by `stamp` (the bucket's stamp):
-    /// their ids and offsets are those of a snapshot taken at `scanned.taken_at`.
-    pub fn new(stamp: &BucketStamp, scanned: Scanned, filter: Option<&Filter>) -> Result<Self> {
-        let batch = match filter {
-            Some(filter) => filter
-                .retain(&scanned.batch)
-                .map_err(|cause| Error::FilterEval { cause })?,
-            None => scanned.batch,
-        };
-        let rows = batch.num_rows();
-        let report = Report {
-            key: stamp.key(),
-            rows,
-            bytes: batch.get_array_memory_size(),
-            started: scanned.started,
-            continue_at: scanned.continue_at,
-            exact: scanned.exact,
-        };
-        let row = ColumnarRow::new(Arc::new(batch), scanned.row_type, 0, None)
-            .map_err(|cause| Error::fluss("read snapshot rows", cause))?;
+    /// The rows of `opened` that `filter` keeps, stamped by `stamp` (the bucket's stamp):
+    /// their ids and offsets are those of a snapshot taken at `opened.taken_at`.
+    pub fn new(stamp: &BucketStamp, opened: Opened, filter: Option<Filter>) -> Result<Self> {
         let taken_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
-        Ok(Self {
-            stamp: stamp.snapshot(scanned.taken_at),
-            row,
-            rows,
+        let mut snapshot = Self {
+            stamp: stamp.snapshot(opened.taken_at),
+            snapshot_id: opened.snapshot_id,
+            source: opened.rows,
+            row_type: opened.row_type,
+            filter,
+            row: None,
+            rows: 0,
             next: 0,
+            base: opened.skipped,
+            batch_read: 0,
             taken_ms,
-            report,
-        })
+            failed: None,
+            counts: (0, 0),
+            report: Report {
+                key: stamp.key(),
+                rows: 0,
+                bytes: 0,
+                disk_bytes: opened.disk_bytes,
+                started: opened.started,
+                continue_at: opened.continue_at,
+                exact: opened.exact,
+            },
+        };
+        snapshot.refill()?;
+        Ok(snapshot)
+    }
+
+    /// Reads batches until one holds a row the filter keeps, or the source is exhausted.
+    fn refill(&mut self) -> Result<()> {
+        while self.next >= self.rows {
+            self.base += self.batch_read;
+            self.batch_read = 0;
+            self.row = None;
+            self.rows = 0;
+            self.next = 0;
+            let Some(batch) = self.source.next_batch()? else {
+                return Ok(());
+            };
+            self.batch_read = batch.num_rows() as u64;
+            let batch = self.keep(batch)?;
+            self.counts.0 += self.batch_read as usize;
+            self.counts.1 += batch.num_rows();
+            self.report.bytes = self.report.bytes.max(batch.get_array_memory_size());
+            self.rows = batch.num_rows();
+            self.row = Some(
+                ColumnarRow::new(Arc::new(batch), self.row_type.clone(), 0, None)
+                    .map_err(|cause| Error::fluss("read snapshot rows", cause))?,
+            );
+        }
+        Ok(())
+    }
+
+    fn keep(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        match &self.filter {
+            Some(filter) => filter
+                .retain(&batch)
+                .map_err(|cause| Error::FilterEval { cause }),
+            None => Ok(batch),
+        }
     }
 
     /// The stamp of its rows (snapshot ids and offsets).
@@ -87,29 +143,70 @@ impl Snapshot {
     /// The next rows to encode, as records whose offset is their index in the snapshot and
     /// whose timestamp is when the snapshot was taken (all `+I`).
     pub fn chunk(&self) -> Vec<ScanRecord> {
+        let Some(row) = &self.row else {
+            return Vec::new();
+        };
         let end = self.rows.min(self.next + CHUNK_ROWS);
+        // The snapshot row's index, counted before the filter at batch granularity: the same
+        // for every attempt at the same snapshot, so message ids repeat exactly on a resume.
+        let base = self.base as i64;
         (self.next..end)
             .map(|index| {
-                let mut row = self.row.clone();
+                let mut row = row.clone();
                 row.set_row_id(index);
-                ScanRecord::new(row, index as i64, self.taken_ms, ChangeType::Insert)
+                ScanRecord::new(row, base + index as i64, self.taken_ms, ChangeType::Insert)
             })
             .collect()
     }
 
-    /// Marks `rows` more rows as handed over.
+    /// Marks `rows` more rows as handed over, reading the next batch when the current one
+    /// is used up. Rows already handed over stay so when that read fails: the failure is
+    /// kept for [`Snapshot::failure`].
     pub fn advance(&mut self, rows: usize) {
-        self.next = (self.next + rows).min(self.rows);
+        let rows = rows.min(self.rows - self.next);
+        self.next += rows;
+        self.report.rows += rows;
+        if let Err(error) = self.refill() {
+            self.failed = Some(error);
+        }
     }
 
-    /// Rows handed over and rows in all.
-    pub fn progress(&self) -> (usize, usize) {
-        (self.next, self.rows)
+    /// Why the snapshot cannot go on, once (its next batch could not be read).
+    pub fn failure(&mut self) -> Option<Error> {
+        self.failed.take()
+    }
+
+    /// Rows handed over (those the filter kept), and rows in all when known: `None`, since the
+    /// KV snapshot files are read a batch at a time.
+    pub fn progress(&self) -> (usize, Option<usize>) {
+        (self.report.rows, None)
+    }
+
+    /// Rows read from the snapshot and rows the filter kept since the last call (for the
+    /// connector's row counters).
+    pub fn take_counts(&mut self) -> (usize, usize) {
+        std::mem::take(&mut self.counts)
     }
 
     /// Whether every row was handed over.
     pub fn is_done(&self) -> bool {
-        self.next >= self.rows
+        self.row.is_none() && self.failed.is_none()
+    }
+
+    /// Snapshot rows (before the filter) read up to the end of the current batch.
+    pub fn read_through_batch(&self) -> u64 {
+        self.base + self.batch_read
+    }
+
+    /// Where a later attempt goes on once what was handed over so far is acknowledged: after
+    /// the batches handed over whole (the current one comes again). `None` for rows that do
+    /// not come from a KV snapshot, or before a batch was handed over whole.
+    pub fn resume(&self) -> Option<Resume> {
+        let snapshot = self.snapshot_id?;
+        (self.base > 0).then_some(Resume {
+            snapshot,
+            rows: self.base,
+        })
     }
 
     /// The offset its bucket's changelog continues at.
@@ -128,40 +225,64 @@ pub(crate) mod tests {
     use crate::config::options::HeaderSet;
     use crate::encode::stamp::Stamper;
 
-    /// What a limit scan of `rows` rows of one `id` column, taken at `continue_at`, returns.
-    pub(crate) fn scanned(rows: i64, continue_at: i64) -> Scanned {
+    /// Batches handed out in order.
+    struct Batches(std::vec::IntoIter<RecordBatch>);
+
+    impl RowBatches for Batches {
+        fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+            Ok(self.0.next())
+        }
+    }
+
+    /// A snapshot of `rows` rows of one `id` column (`0..rows`), read `per_batch` rows at a
+    /// time, whose changelog continues at `continue_at`.
+    pub(crate) fn opened_in(rows: i64, per_batch: i64, continue_at: i64) -> Opened {
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
-        let batch = RecordBatch::try_new(
-            schema,
-            vec![Arc::new(Int64Array::from_iter_values(0..rows))],
-        )
-        .unwrap();
+        let batches: Vec<RecordBatch> = (0..rows)
+            .step_by(per_batch as usize)
+            .map(|start| {
+                let end = (start + per_batch).min(rows);
+                RecordBatch::try_new(
+                    schema.clone(),
+                    vec![Arc::new(Int64Array::from_iter_values(start..end))],
+                )
+                .unwrap()
+            })
+            .collect();
         let row_type = Arc::new(RowType::new(vec![DataTypes::field(
             "id",
             DataTypes::bigint(),
         )]));
-        Scanned {
-            batch,
+        Opened {
+            key: BucketKey::bucket(0),
+            snapshot_id: None,
+            rows: Box::new(Batches(batches.into_iter())),
             row_type,
             started: Instant::now(),
             taken_at: continue_at,
             continue_at,
             exact: true,
+            disk_bytes: 0,
+            skipped: 0,
         }
     }
 
-    fn snapshot(rows: i64, continue_at: i64) -> Snapshot {
+    /// [`opened_in`] as one batch.
+    pub(crate) fn opened(rows: i64, continue_at: i64) -> Opened {
+        opened_in(rows, rows.max(1), continue_at)
+    }
+
+    fn snapshot(opened: Opened) -> Snapshot {
         let stamp = Stamper::new(1, "db.t", HeaderSet::ALL)
             .unwrap()
             .bucket(BucketKey::bucket(0), None)
             .unwrap();
-        Snapshot::new(&stamp, scanned(rows, continue_at), None).unwrap()
+        Snapshot::new(&stamp, opened, None).unwrap()
     }
 
     #[test]
     fn chunks_walk_the_rows_in_order_as_inserts_indexed_from_zero() {
-        let mut snap = snapshot(CHUNK_ROWS as i64 + 5, 40);
-        assert_eq!(snap.report.rows, CHUNK_ROWS + 5);
+        let mut snap = snapshot(opened(CHUNK_ROWS as i64 + 5, 40));
         assert_eq!(snap.stamp().snapshot_offset(), Some(40));
         let first = snap.chunk();
         assert_eq!(first.len(), CHUNK_ROWS, "a chunk is bounded");
@@ -178,12 +299,30 @@ pub(crate) mod tests {
         snap.advance(CHUNK_ROWS + 2);
         assert!(snap.is_done());
         assert!(snap.chunk().is_empty());
+        assert_eq!(snap.report.rows, CHUNK_ROWS + 5);
         assert_eq!(snap.continue_at(), 40);
     }
 
     #[test]
+    fn batches_are_read_one_at_a_time_and_offsets_run_on_across_them() {
+        let mut snap = snapshot(opened_in(10, 4, 7));
+        let mut offsets = Vec::new();
+        let mut through = Vec::new();
+        while !snap.is_done() {
+            let chunk = snap.chunk();
+            assert!(chunk.len() <= 4, "never more than one batch at once");
+            offsets.extend(chunk.iter().map(ScanRecord::offset));
+            through.push(snap.read_through_batch());
+            snap.advance(chunk.len());
+        }
+        assert_eq!(offsets, (0..10).collect::<Vec<i64>>());
+        assert_eq!(through, [4, 8, 10], "rows read through each batch");
+        assert_eq!(snap.report.rows, 10);
+    }
+
+    #[test]
     fn an_empty_bucket_is_done_at_once() {
-        let snap = snapshot(0, 7);
+        let snap = snapshot(opened(0, 7));
         assert!(snap.is_done());
         assert!(snap.chunk().is_empty());
     }

@@ -1,0 +1,71 @@
+//! Primary-key snapshots from the KV snapshot files Fluss's tablet servers upload to remote
+//! storage every `kv.snapshot.interval` (as Flink's Fluss source reads them): the latest
+//! snapshot of a bucket, leased so the server keeps its files, copied into `snapshot_dir`
+//! and read with RocksDB in bounded Arrow batches. The snapshot holds exactly the changes
+//! below its log offset, so the bucket's changelog continues there: the switch is exact.
+//!
+//! - [`latest`]: a bucket's latest snapshot (id and log offset);
+//! - [`lease`]: the lease that keeps its files on remote storage while it is read;
+//! - [`files`]: its files copied into a local directory, removed when dropped;
+//! - [`rows`]: those files opened read-only, decoded into Arrow batches by schema id.
+
+pub mod files;
+pub mod latest;
+pub mod lease;
+pub mod rows;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+use fluss::metadata::RowType;
+use fluss::SnapshotId;
+
+use crate::error::Result;
+use crate::position::{BucketKey, Offset};
+
+/// Where a bucket's snapshot rows come from, a bounded batch at a time.
+pub trait RowBatches: Send + Sync {
+    /// The next rows (at most the reader's batch size), `None` once all were read.
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>>;
+}
+
+/// A bucket's snapshot, opened and ready to be handed over.
+pub struct Opened {
+    /// Which bucket.
+    pub key: BucketKey,
+    /// The KV snapshot read (`None` for rows that come from elsewhere, e.g. tests).
+    pub snapshot_id: Option<SnapshotId>,
+    /// Its rows, in key order.
+    pub rows: Box<dyn RowBatches>,
+    /// The Fluss type of those rows (the scanned columns).
+    pub row_type: Arc<RowType>,
+    /// When taking it started.
+    pub started: Instant,
+    /// The snapshot's log offset: its rows hold every change below it, and its message ids
+    /// and `fluss_offset` headers carry it.
+    pub taken_at: Offset,
+    /// The offset the changelog continues at: `taken_at`, or lower (see
+    /// [`Opened::continue_from`]).
+    pub continue_at: Offset,
+    /// Whether the switch to the changelog is exact (no change is delivered twice).
+    pub exact: bool,
+    /// Bytes of snapshot files on local disk.
+    pub disk_bytes: u64,
+    /// Rows (in key order) an earlier attempt at the same snapshot handed over, which `rows`
+    /// skipped.
+    pub skipped: u64,
+}
+
+impl Opened {
+    /// Continues the changelog at `floor` instead, when an earlier attempt at this bucket's
+    /// snapshot was partly delivered (see [`crate::position::Position::Snapshot`]): the
+    /// changes since then, deletes included, bring that attempt's rows up to date. The switch
+    /// is then not exact (changes already in this snapshot come again).
+    pub fn continue_from(&mut self, floor: Offset) {
+        if floor < self.continue_at {
+            self.continue_at = floor;
+            self.exact = false;
+        }
+    }
+}

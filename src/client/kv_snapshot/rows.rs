@@ -1,0 +1,364 @@
+//! A bucket's KV snapshot files opened read-only with RocksDB and read in key order, a
+//! bounded batch at a time. Each value is a 2-byte little-endian schema id followed by the
+//! row in the table's KV format (COMPACTED); rows are decoded into Arrow batches of the
+//! scanned columns, as the changelog's batches are.
+//!
+//! The iterator is not kept between batches (it would borrow the database): each batch
+//! seeks past the last key of the previous one, which RocksDB does in microseconds.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use fluss::metadata::{KvFormat, RowType};
+use fluss::record::RowAppendRecordBatchBuilder;
+use fluss::row::{RowDecoder, RowDecoderFactory};
+use rocksdb::{Options, DB};
+
+use super::files::LocalCopy;
+use super::RowBatches;
+use crate::client::table::Table;
+use crate::error::{Error, Result};
+use crate::position::BucketKey;
+
+/// Bytes of the schema id in front of every value.
+const SCHEMA_ID_BYTES: usize = 2;
+
+/// How a table's KV values are laid out and which of their columns are read.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The table's row type (every column, as the values hold them).
+    pub row_type: RowType,
+    /// The values' format.
+    pub kv_format: KvFormat,
+    /// The schema id values of `row_type` carry.
+    pub schema_id: i16,
+    /// The columns read (`None` = all), as the changelog's batches hold them.
+    pub projection: Option<Vec<usize>>,
+}
+
+impl Layout {
+    /// The layout of `table` as of open.
+    pub fn of(table: &Table) -> Self {
+        Self {
+            row_type: table.info.get_row_type().clone(),
+            kv_format: table
+                .info
+                .get_table_config()
+                .get_kv_format()
+                .unwrap_or(KvFormat::COMPACTED),
+            schema_id: i16::try_from(table.info.get_schema_id()).unwrap_or(i16::MAX),
+            projection: table.projection.clone(),
+        }
+    }
+}
+
+/// The rows of one bucket's snapshot files.
+pub struct KvRows {
+    key: BucketKey,
+    // Declared before `copy`: the database closes before its directory is removed.
+    db: DB,
+    copy: LocalCopy,
+    row_type: RowType,
+    schema_id: i16,
+    decoder: Arc<dyn RowDecoder>,
+    projection: Option<Vec<usize>>,
+    batch_rows: usize,
+    /// The last key read: the next batch starts after it (`None`: from the first key).
+    last_key: Option<Box<[u8]>>,
+    done: bool,
+    /// Rows read so far.
+    pub read: u64,
+}
+
+impl KvRows {
+    /// Opens the files of `copy` (bucket `key`, laid out as `layout`), to be read
+    /// `batch_rows` rows at a time.
+    pub fn open(
+        layout: &Layout,
+        key: BucketKey,
+        copy: LocalCopy,
+        batch_rows: usize,
+    ) -> Result<Self> {
+        let corrupt = |cause: String| Error::SnapshotCorrupt {
+            key,
+            path: copy.dir().to_path_buf(),
+            cause,
+        };
+        let db = DB::open_for_read_only(&Options::default(), copy.dir(), false)
+            .map_err(|e| corrupt(e.into_string()))?;
+        let decoder = RowDecoderFactory::create(layout.kv_format, layout.row_type.clone())
+            .map_err(|e| corrupt(e.to_string()))?;
+        Ok(Self {
+            key,
+            db,
+            copy,
+            row_type: layout.row_type.clone(),
+            schema_id: layout.schema_id,
+            decoder,
+            projection: layout.projection.clone(),
+            batch_rows: batch_rows.max(1),
+            last_key: None,
+            done: false,
+            read: 0,
+        })
+    }
+
+    /// Bytes of the snapshot's files on local disk.
+    pub fn disk_bytes(&self) -> u64 {
+        self.copy.bytes
+    }
+
+    /// Skips the first `rows` rows (already handed over by an earlier attempt at the same
+    /// snapshot); returns how many were there to skip.
+    pub fn skip(&mut self, rows: u64) -> Result<u64> {
+        if rows == 0 {
+            return Ok(0);
+        }
+        let mut skipped = 0;
+        let mut last = Vec::new();
+        let mut iter = self.db.raw_iterator();
+        iter.seek_to_first();
+        while skipped < rows && iter.valid() {
+            if let Some(key) = iter.key() {
+                last.clear();
+                last.extend_from_slice(key);
+            }
+            skipped += 1;
+            iter.next();
+        }
+        self.check(&iter)?;
+        self.done = !iter.valid();
+        drop(iter);
+        self.last_key = (skipped > 0).then(|| last.into_boxed_slice());
+        self.read = skipped;
+        Ok(skipped)
+    }
+
+    fn check(&self, iter: &rocksdb::DBRawIterator<'_>) -> Result<()> {
+        iter.status().map_err(|e| Error::SnapshotCorrupt {
+            key: self.key,
+            path: self.copy.dir().to_path_buf(),
+            cause: e.into_string(),
+        })
+    }
+
+    fn corrupt(&self, cause: String) -> Error {
+        Error::SnapshotCorrupt {
+            key: self.key,
+            path: self.copy.dir().to_path_buf(),
+            cause,
+        }
+    }
+}
+
+impl RowBatches for KvRows {
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut builder = RowAppendRecordBatchBuilder::new(&self.row_type)
+            .map_err(|e| self.corrupt(e.to_string()))?;
+        let mut iter = self.db.raw_iterator();
+        match &self.last_key {
+            Some(last) => {
+                iter.seek(last);
+                if iter.valid() && iter.key() == Some(&last[..]) {
+                    iter.next();
+                }
+            }
+            None => iter.seek_to_first(),
+        }
+        let mut rows = 0;
+        let mut last = Vec::new();
+        while rows < self.batch_rows && iter.valid() {
+            let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
+                break;
+            };
+            let Some((id, row)) = value.split_first_chunk::<SCHEMA_ID_BYTES>() else {
+                return Err(self.corrupt(format!("a value of {} bytes", value.len())));
+            };
+            let id = i16::from_le_bytes(*id);
+            if id != self.schema_id {
+                return Err(Error::SnapshotSchema {
+                    key: self.key,
+                    found: id,
+                    expected: self.schema_id,
+                });
+            }
+            builder
+                .append(&self.decoder.decode(row))
+                .map_err(|e| self.corrupt(e.to_string()))?;
+            last.clear();
+            last.extend_from_slice(key);
+            rows += 1;
+            iter.next();
+        }
+        self.check(&iter)?;
+        self.done = !iter.valid();
+        drop(iter);
+        if rows == 0 {
+            self.done = true;
+            return Ok(None);
+        }
+        self.last_key = Some(last.into_boxed_slice());
+        self.read += rows as u64;
+        let batch = builder
+            .build_arrow_record_batch()
+            .map_err(|e| self.corrupt(e.to_string()))?;
+        let batch = Arc::unwrap_or_clone(batch);
+        let batch = match &self.projection {
+            Some(columns) => batch
+                .project(columns)
+                .map_err(|e| self.corrupt(e.to_string()))?,
+            None => batch,
+        };
+        Ok(Some(batch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{Array, Int64Array, StringArray};
+    use fluss::metadata::{DataField, DataTypes};
+    use fluss::row::encode::{RowEncoder, RowEncoderFactory};
+    use fluss::row::Datum;
+
+    use super::*;
+
+    fn layout(projection: Option<Vec<usize>>) -> Layout {
+        Layout {
+            row_type: RowType::new(vec![
+                DataField::new("id", DataTypes::bigint(), None),
+                DataField::new("name", DataTypes::string(), None),
+            ]),
+            kv_format: KvFormat::COMPACTED,
+            schema_id: 1,
+            projection,
+        }
+    }
+
+    /// A RocksDB database of `rows` rows (`id`, `name-<id>`) as Fluss writes its KV store:
+    /// each value is the schema id (little endian) and the COMPACTED row.
+    fn database(rows: i64, schema_id: i16) -> LocalCopy {
+        let dir = std::env::temp_dir().join(format!(
+            "kv-rows-test-{}-{rows}-{schema_id}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let mut options = Options::default();
+            options.create_if_missing(true);
+            let db = DB::open(&options, &dir).unwrap();
+            let mut encoder =
+                RowEncoderFactory::create(KvFormat::COMPACTED, layout(None).row_type).unwrap();
+            for id in 0..rows {
+                encoder.start_new_row().unwrap();
+                encoder.encode_field(0, Datum::from(id)).unwrap();
+                let name = format!("name-{id}");
+                encoder.encode_field(1, Datum::from(name.as_str())).unwrap();
+                let row = encoder.finish_row().unwrap();
+                let mut value = schema_id.to_le_bytes().to_vec();
+                value.extend_from_slice(&row);
+                // Big-endian keys: RocksDB's order is the ids' order.
+                db.put(id.to_be_bytes(), value).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        LocalCopy::existing(dir, 0)
+    }
+
+    fn ids(rows: &mut KvRows) -> Vec<Vec<i64>> {
+        let mut batches = Vec::new();
+        while let Some(batch) = rows.next_batch().unwrap() {
+            let ids = batch
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .unwrap();
+            batches.push(ids.values().to_vec());
+        }
+        batches
+    }
+
+    #[test]
+    fn rows_come_in_key_order_in_bounded_batches_and_decode_every_column() {
+        let copy = database(10, 1);
+        let dir = copy.dir().to_path_buf();
+        let mut rows = KvRows::open(&layout(None), BucketKey::bucket(0), copy, 4).unwrap();
+        let first = rows.next_batch().unwrap().unwrap();
+        assert_eq!(first.num_rows(), 4);
+        let names = first
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        assert_eq!(names.value(3), "name-3");
+        assert_eq!(ids(&mut rows), [vec![4, 5, 6, 7], vec![8, 9]]);
+        assert_eq!(rows.read, 10);
+        assert!(rows.next_batch().unwrap().is_none(), "stays exhausted");
+        drop(rows);
+        assert!(!dir.exists(), "the copy is removed with its reader");
+    }
+
+    #[test]
+    fn skipping_goes_on_after_the_rows_handed_over_and_projection_keeps_the_read_columns() {
+        let copy = database(10, 1);
+        let mut rows = KvRows::open(&layout(Some(vec![1])), BucketKey::bucket(0), copy, 4).unwrap();
+        assert_eq!(rows.skip(6).unwrap(), 6);
+        let batch = rows.next_batch().unwrap().unwrap();
+        assert_eq!(batch.num_columns(), 1, "only the projected column");
+        let names = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        assert_eq!(names.value(0), "name-6");
+        assert_eq!(batch.num_rows(), 4);
+        assert!(rows.next_batch().unwrap().is_none());
+        let copy = database(3, 1);
+        let mut rows = KvRows::open(&layout(None), BucketKey::bucket(0), copy, 4).unwrap();
+        assert_eq!(
+            rows.skip(5).unwrap(),
+            3,
+            "a shorter snapshot skips what it has"
+        );
+        assert!(rows.next_batch().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_value_of_another_schema_is_refused_with_its_schema_id() {
+        let copy = database(2, 7);
+        let mut rows = KvRows::open(&layout(None), BucketKey::bucket(3), copy, 4).unwrap();
+        let error = rows.next_batch().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::SnapshotSchema {
+                    found: 7,
+                    expected: 1,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("bucket 3"), "{error}");
+    }
+
+    #[test]
+    fn a_missing_or_corrupt_copy_is_one_error_naming_the_bucket_and_the_directory() {
+        let dir = std::env::temp_dir().join(format!("kv-rows-test-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = LocalCopy::existing(dir.clone(), 0);
+        let error = KvRows::open(&layout(None), BucketKey::bucket(2), copy, 4)
+            .err()
+            .expect("no database there");
+        assert!(matches!(error, Error::SnapshotCorrupt { .. }), "{error}");
+        let line = error.to_string();
+        assert!(
+            line.contains("bucket 2") && line.contains(&dir.display().to_string()),
+            "{line}"
+        );
+        assert_eq!(error.fault(), crate::error::Fault::Retry, "tried again");
+    }
+}
