@@ -33,7 +33,11 @@
 //! of the shapes above), `RUNTIME_PERF=DIR` (`perf record -g` of the runtime during each
 //! plugin run, into DIR), `RUNTIME_SWEEP=N` (instead of the shapes: the test source alone
 //! with N messages per variant of header set, payload size and batching), `FLUSS_BOOTSTRAP`
-//! (a running cluster instead of a fresh one).
+//! (a running cluster instead of a fresh one), `RUNTIME_BASELINE=PATH` (every shape also with
+//! that build of the plugin, right after this one in each round, and the ratios per round: an
+//! A/B of two commits in one run), `FLUSS_PLUGIN_LIBRARY=PATH` (that build instead of this
+//! one). Each run also reports the CPU time `iggy-connectors` used per row, which holds better
+//! than rows/s on a loaded machine.
 
 mod common;
 
