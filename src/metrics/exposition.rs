@@ -11,8 +11,7 @@ use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::hub::{self, Lifecycle};
-use super::{now_millis, Counters, ErrorKind, Figures, Labels, SnapshotPhase};
+use super::{now_millis, Counters, ErrorKind, Figures, Labels, Lifecycle, SnapshotPhase};
 use crate::position::{BucketKey, Position};
 
 /// The `Content-Type` of the answer.
@@ -280,9 +279,9 @@ impl Scrape {
     }
 }
 
-/// The text a scrape answers with.
-pub fn render() -> String {
-    let (live, lifecycle) = hub::snapshot();
+/// The text a scrape answers with: the figures of the `live` connectors and every connector's
+/// open/close counts.
+pub fn render(live: Vec<Arc<Figures>>, lifecycle: Vec<(Labels, Lifecycle)>) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Scrape { live, lifecycle }));
     let mut text = String::new();

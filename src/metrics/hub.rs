@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use snafu::Snafu;
 
+use super::exposition;
 use super::serve::Listener;
-use super::{Figures, Labels};
+use super::{Figures, Labels, Lifecycle};
 
 /// Why metrics could not be set up at `open`.
 #[derive(Debug, Snafu)]
@@ -30,15 +31,6 @@ pub enum MetricsError {
         /// The `instance` label.
         instance: String,
     },
-}
-
-/// How often a connector was opened and closed in this process.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Lifecycle {
-    /// Successful registrations (opens that got as far as metrics).
-    pub opens: u64,
-    /// Closes (and failed opens after registration).
-    pub closes: u64,
 }
 
 #[derive(Default)]
@@ -80,7 +72,7 @@ pub fn register(address: SocketAddr, labels: Labels) -> Result<Registration, Met
     match hub.listeners.get_mut(&address) {
         Some((_, users)) => *users += 1,
         None => {
-            let listener = Listener::start(address).map_err(|e| MetricsError::Bind {
+            let listener = Listener::start(address, scrape).map_err(|e| MetricsError::Bind {
                 address,
                 reason: e.to_string(),
             })?;
@@ -121,8 +113,14 @@ fn release(hub: &mut Hub, this: &Registration) -> Option<Listener> {
     hub.listeners.remove(&this.address).map(|(l, _)| l)
 }
 
+/// The text a scrape answers with, for the hub's connectors.
+fn scrape() -> String {
+    let (live, lifecycle) = snapshot();
+    exposition::render(live, lifecycle)
+}
+
 /// What a scrape shows: the live connectors and every connector's open/close counts.
-pub(super) fn snapshot() -> (Vec<Arc<Figures>>, Vec<(Labels, Lifecycle)>) {
+fn snapshot() -> (Vec<Arc<Figures>>, Vec<(Labels, Lifecycle)>) {
     match hub().as_ref() {
         Some(hub) => (
             hub.live.clone(),

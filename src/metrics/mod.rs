@@ -91,6 +91,15 @@ pub struct Counters {
     pub errors: [AtomicU64; 4],
 }
 
+/// How often a connector was opened and closed in this process.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Lifecycle {
+    /// Successful registrations (opens that got as far as metrics).
+    pub opens: u64,
+    /// Closes (and failed opens after registration).
+    pub closes: u64,
+}
+
 /// Where a bucket's snapshot (`starting_offset = "full"`) stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SnapshotPhase {

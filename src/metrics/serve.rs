@@ -31,8 +31,8 @@ impl std::fmt::Debug for Listener {
 }
 
 impl Listener {
-    /// Binds `address` and starts serving it.
-    pub(super) fn start(address: SocketAddr) -> std::io::Result<Self> {
+    /// Binds `address` and starts serving it, each scrape answered with what `scrape` returns.
+    pub(super) fn start(address: SocketAddr, scrape: fn() -> String) -> std::io::Result<Self> {
         let socket = std::net::TcpListener::bind(address)?;
         socket.set_nonblocking(true)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -49,7 +49,7 @@ impl Listener {
                     };
                     tokio::select! {
                         _ = stopped => {}
-                        _ = accept(listener) => {}
+                        _ = accept(listener, scrape) => {}
                     }
                 });
             })?;
@@ -71,11 +71,11 @@ impl Drop for Listener {
     }
 }
 
-async fn accept(listener: TcpListener) {
+async fn accept(listener: TcpListener, scrape: fn() -> String) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tokio::spawn(answer(stream));
+                tokio::spawn(answer(stream, scrape));
             }
             // Out of file descriptors and the like: wait instead of spinning.
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
@@ -84,7 +84,7 @@ async fn accept(listener: TcpListener) {
 }
 
 /// Reads one request head and answers it; the connection is closed after the answer.
-async fn answer(mut stream: TcpStream) {
+async fn answer(mut stream: TcpStream, scrape: fn() -> String) {
     let mut head = Vec::with_capacity(512);
     let read = tokio::time::timeout(REQUEST_TIMEOUT, async {
         let mut chunk = [0u8; 1024];
@@ -99,24 +99,20 @@ async fn answer(mut stream: TcpStream) {
     if read.is_err() {
         return;
     }
-    let response = respond(&head);
+    let response = respond(&head, scrape);
     let _ = stream.write_all(&response).await;
     let _ = stream.shutdown().await;
 }
 
 /// The whole HTTP response to a request head.
-fn respond(head: &[u8]) -> Vec<u8> {
+fn respond(head: &[u8], scrape: fn() -> String) -> Vec<u8> {
     let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
     let line = String::from_utf8_lossy(line);
     let mut words = line.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
     let (status, content_type, body) = match (method, path) {
-        ("GET" | "HEAD", "/metrics") => (
-            "200 OK",
-            exposition::CONTENT_TYPE,
-            exposition::render().into_bytes(),
-        ),
+        ("GET" | "HEAD", "/metrics") => ("200 OK", exposition::CONTENT_TYPE, scrape().into_bytes()),
         ("GET" | "HEAD", _) => (
             "404 Not Found",
             "text/plain; charset=utf-8",
@@ -162,9 +158,9 @@ mod tests {
                 "HTTP/1.1 405 Method Not Allowed",
             ),
         ] {
-            assert_eq!(status(&respond(request)), want);
+            assert_eq!(status(&respond(request, String::new)), want);
         }
-        let head = respond(b"HEAD /metrics HTTP/1.1\r\n\r\n");
+        let head = respond(b"HEAD /metrics HTTP/1.1\r\n\r\n", String::new);
         assert!(String::from_utf8_lossy(&head).ends_with("\r\n\r\n"));
     }
 }
