@@ -290,7 +290,7 @@ fn bad_config_and_state_are_refused_at_open() {
         Case::new(
             "unknown out-of-range policy",
             config(&table, json!({"on_offset_out_of_range": "skip"})),
-            "invalid plugin_config: `on_offset_out_of_range` = \"skip\" is not valid; use one of \"earliest\", \"latest\", \"fail\"",
+            "invalid plugin_config: `on_offset_out_of_range` = \"skip\" is not valid; use one of \"earliest\", \"latest\", \"fail\", \"snapshot\"",
         ),
         Case::new(
             "batch size not a number",
