@@ -251,14 +251,22 @@ fn dropped_partition_with_unread_rows_is_forgotten() {
             }
         },
     ));
+    // Read slowly until the plugin notices the drop: the metadata is gone, but a tablet server
+    // may serve A's log a while longer, and at full speed the plugin could read all of A within
+    // its discovery interval (it did once, in CI). At one batch of 100 per 20 ms, A's rest would
+    // take 40 s; the drop is noticed within `partition_discovery_interval`.
     read_until(
         &mut s,
         Duration::from_secs(60),
         "the INFO line about the dropped partition",
         |_| {
-            lines_at(&table, since, Level::Info)
+            let line = lines_at(&table, since, Level::Info)
                 .into_iter()
-                .find(|l| l.message.contains("partition A") && l.message.contains("was dropped"))
+                .find(|l| l.message.contains("partition A") && l.message.contains("was dropped"));
+            if line.is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            line
         },
     );
     // B goes on: new rows arrive.
