@@ -229,6 +229,29 @@ log_tail() {
   done
 }
 
+# Servers stopped by a control command (a fault test), not lost.
+on_purpose() { mkdir -p "$1/stopped" && touch "$1/stopped/$2"; }
+
+# With FLUSS_DEATH_REPORT naming a file: before a cluster is stopped and removed, append to it
+# every server that had exited without being told to, with its log's last lines, so a test that
+# saw the cluster vanish can be explained after the directory is gone.
+report_deaths() {
+  local dir=$1 f name
+  [[ -n ${FLUSS_DEATH_REPORT:-} ]] || return 0
+  for f in "$dir"/pids/*; do
+    [[ -e $f ]] || continue
+    name=$(basename "$f")
+    [[ $name != watchdog && ! -e $dir/stopped/$name ]] || continue
+    is_ours "$(cat "$f")" "$dir" && continue
+    {
+      echo "$(date +%T) $dir: $name (pid $(cat "$f")) had exited before the cluster was stopped"
+      tail -n 15 "$dir/log/$name.out" 2>/dev/null
+      grep -E "ERROR|FATAL|OutOfMemory" "$dir/log/$name.log" 2>/dev/null | tail -n 15
+      ls "$dir"/hs_err* "$dir"/tmp/hs_err* 2>/dev/null
+    } >>"$FLUSS_DEATH_REPORT"
+  done
+}
+
 # Stop one process: TERM, wait, KILL. Silent if it is already gone.
 stop_pid() {
   local dir=$1 name=$2 signal=${3:-TERM} pid i
@@ -477,6 +500,7 @@ stop() {
   done
   [[ -n $dir && -d $dir ]] || { info "nothing to stop at '${dir}'"; return 0; }
   dir=$(cd "$dir" && pwd)
+  report_deaths "$dir"
   # Watchdog first so it does not race us; skip it when we are the watchdog.
   local wd
   wd=$(pid_of "$dir" watchdog)
@@ -515,10 +539,11 @@ control() {
   local cmd=$1 dir
   dir=$(cluster_dir "${2:-}")
   case $cmd in
-    stop-tablet) tablet_index "$dir" "${3:-}"; stop_pid "$dir" "tablet-$3" TERM ;;
-    kill-tablet) tablet_index "$dir" "${3:-}"; stop_pid "$dir" "tablet-$3" KILL ;;
+    stop-tablet) tablet_index "$dir" "${3:-}"; stop_pid "$dir" "tablet-$3" TERM; on_purpose "$dir" "tablet-$3" ;;
+    kill-tablet) tablet_index "$dir" "${3:-}"; stop_pid "$dir" "tablet-$3" KILL; on_purpose "$dir" "tablet-$3" ;;
     start-tablet)
       tablet_index "$dir" "${3:-}"
+      rm -f "$dir/stopped/tablet-$3"
       if is_ours "$(pid_of "$dir" "tablet-$3")" "$dir"; then die "tablet server $3 is still running"; fi
       start_tablet_server "$dir" "$3" || { log_tail "$dir" >&2; die "tablet server $3 did not start"; }
       ;;

@@ -45,6 +45,9 @@ lane2() {
 # all lanes are gathered, and one count for every test binary ends the output.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Servers of the test clusters that exit unasked are reported here by fluss-cluster.sh (their
+# directories are removed when the tests end); printed at the end when not empty.
+export FLUSS_DEATH_REPORT=$work/deaths.log
 run_lane() {
   local name=$1
   shift
@@ -85,6 +88,13 @@ else
   wait "$lane1_pid" || status=1
   wait "$lane2_pid" || status=1
   cat "$work/lane-1.log" "$work/lane-2.log"
+fi
+
+# The shared clusters are stopped by their watchdogs once a suite's process exits.
+sleep 2
+if [ -s "$FLUSS_DEATH_REPORT" ]; then
+  echo "tests: Fluss servers that exited without being stopped:"
+  cat "$FLUSS_DEATH_REPORT"
 fi
 
 # The closing lines: each lane's slowest tests and failures, then one count for all.
