@@ -10,6 +10,7 @@ FLUSS_VERSION=0.9.1-incubating
 LOG4J_VERSION=2.25.4
 CACHE_DIR=${FLUSS_CACHE_DIR:-$HOME/.cache/iggy-fluss-source/fluss-0.9.1}
 LIB_DIR=$CACHE_DIR/lib
+S3_LIB_DIR=$CACHE_DIR/lib-s3
 
 ZK_MAIN=org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.server.quorum.QuorumPeerMain
 COORDINATOR_MAIN=org.apache.fluss.server.coordinator.CoordinatorServer
@@ -272,10 +273,25 @@ stop_pid() {
 }
 
 classpath() {
-  local cp="" j
+  local dir=$1 cp="" j
   # fluss-server last, like upstream's config.sh, so log4j's classes win.
   for j in "$LIB_DIR"/log4j-*.jar; do cp+="$j:"; done
+  # Remote storage on S3 (`--conf remote.data.dir=s3://...`) needs Fluss's S3 file system.
+  if grep -q '^remote.data.dir=s3://' "$dir/conf/extra.conf" 2>/dev/null; then
+    cp+="$S3_LIB_DIR/fluss-fs-s3-$FLUSS_VERSION.jar:"
+  fi
   echo "${cp}$LIB_DIR/fluss-server-$FLUSS_VERSION.jar"
+}
+
+# Fluss's S3 file system (a 30 MB jar with the AWS SDK), fetched only for a cluster whose
+# remote storage is on S3.
+fetch_s3() {
+  [[ -f $S3_LIB_DIR/fluss-fs-s3-$FLUSS_VERSION.jar ]] && return 0
+  mkdir -p "$S3_LIB_DIR"
+  info "fetching org.apache.fluss:fluss-fs-s3:$FLUSS_VERSION"
+  mvn -q -B dependency:copy -Dartifact="org.apache.fluss:fluss-fs-s3:$FLUSS_VERSION" \
+    -DoutputDirectory="$S3_LIB_DIR" >"$S3_LIB_DIR/mvn.log" 2>&1 ||
+    { cat "$S3_LIB_DIR/mvn.log" >&2; die "maven could not download fluss-fs-s3 (is Maven Central reachable?)"; }
 }
 
 # Start one JVM in its own session, detached from our stdin/stdout/stderr so a
@@ -301,7 +317,7 @@ launch() {
   # faster and leaves the second core to the tablet servers and the test.
   [[ $name == tablet-* ]] || jvm+=(-XX:TieredStopAtLevel=1)
   # shellcheck disable=SC2206
-  jvm+=(${FLUSS_JAVA_OPTS:-} -cp "$(classpath)" "$main" "$@")
+  jvm+=(${FLUSS_JAVA_OPTS:-} -cp "$(classpath "$dir")" "$main" "$@")
   setsid "${jvm[@]}" </dev/null >"$dir/log/$name.out" 2>&1 &
   echo $! >"$dir/pids/$name"
 }
@@ -465,6 +481,7 @@ start() {
     fi
   } >"$dir/conf/common.conf"
   printf '%s\n' "${extra[@]+"${extra[@]}"}" >"$dir/conf/extra.conf"
+  if grep -q '^remote.data.dir=s3://' "$dir/conf/extra.conf"; then fetch_s3; fi
 
   if [[ -n $owner ]]; then
     setsid "$SELF" watchdog "$dir" "$owner" "$(proc_start_time "$owner")" </dev/null >>"$dir/log/watchdog.out" 2>&1 &

@@ -201,6 +201,16 @@ pub enum Error {
         cause: Box<fluss::error::Error>,
     },
 
+    /// Fluss gave no credentials for the object store that holds the KV snapshot files.
+    #[snafu(display(
+        "cannot read the KV snapshot file {path} of {key}: Fluss gave no credentials for its remote storage ({reason}); the tablet servers obtain them with the keys of `remote.data.dir`'s store (for S3: `s3.access-key`/`s3.secret-key` or `s3.assumed.role.arn`, `s3.region`, and STS access; their logs name the failure); the snapshot is tried again"
+    ))]
+    SnapshotCredentials {
+        key: BucketKey,
+        path: String,
+        reason: String,
+    },
+
     /// A KV snapshot file could not be written to `snapshot_dir`.
     #[snafu(display(
         "cannot write the KV snapshot files of {key} to {}: {cause}; free space there or point `snapshot_dir` at a directory with room for the bucket's snapshot (and write access); the snapshot is tried again",
@@ -293,6 +303,7 @@ impl Error {
             | Error::ReaderStopped
             | Error::SnapshotUnanswered { .. }
             | Error::SnapshotRemote { .. }
+            | Error::SnapshotCredentials { .. }
             | Error::SnapshotDisk { .. }
             | Error::SnapshotCorrupt { .. } => Fault::Retry,
             _ => Fault::Fatal,

@@ -21,6 +21,7 @@ use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, Sourc
 
 use crate::client::connect;
 use crate::client::discovery;
+use crate::client::kv_snapshot::credentials::RemoteCredentials;
 use crate::client::kv_snapshot::lease::Lease;
 use crate::client::offsets;
 use crate::client::scanner::Scanner;
@@ -93,6 +94,8 @@ pub struct FlussSource {
     set_aside: Positions,
     /// The KV snapshot lease of the buckets taking their snapshot.
     lease: Lease,
+    /// Credentials for KV snapshot files on an object store (fetched on first need).
+    remote_credentials: RemoteCredentials,
 }
 
 impl Source for FlussSource {
@@ -202,6 +205,7 @@ impl Source for FlussSource {
             finished: false,
             set_aside,
             lease,
+            remote_credentials: RemoteCredentials::default(),
         })
     }
 

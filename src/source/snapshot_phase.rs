@@ -55,6 +55,7 @@ impl FlussSource {
     pub(super) fn snapshot_failed(&mut self, key: BucketKey, error: &Error) {
         match error {
             Error::SnapshotRemote { .. }
+            | Error::SnapshotCredentials { .. }
             | Error::SnapshotDisk { .. }
             | Error::SnapshotCorrupt { .. } => self.telemetry.refused(error),
             _ => self
@@ -167,7 +168,9 @@ impl FlussSource {
             }
         };
         let root = &self.config.snapshot_dir;
-        let copy = files::copy(&self.table, key, snapshot, root, self.lease.id()).await?;
+        let owner = self.lease.id();
+        let credentials = &mut self.remote_credentials;
+        let copy = files::copy(&self.table, key, snapshot, root, owner, credentials).await?;
         let (disk_bytes, taken_at) = (copy.bytes, copy.log_offset);
         self.telemetry
             .snapshot_copied(key, snapshot, disk_bytes, copy.dir(), started.elapsed());

@@ -12,6 +12,7 @@
 //! - [`write`] appends, upserts and deletes rows; [`read`] scans a log back.
 //! - [`runtime`]: the shared Tokio runtime of a test binary, and [`runtime::on_own_runtime`]
 //!   for blocking waits; [`plugin_path`] finds the built plugin library.
+//! - [`s3`]: a local S3 server for clusters whose remote storage is an object store.
 //! - [`metrics`] scrapes the plugin's Prometheus endpoint and parses the samples.
 //! - [`poll_until`] retries a probe until it succeeds or panics with the last
 //!   error, instead of fixed sleeps.
@@ -26,6 +27,7 @@ pub mod metrics;
 mod poll;
 pub mod read;
 pub mod runtime;
+pub mod s3;
 pub mod tables;
 pub mod write;
 

@@ -16,6 +16,7 @@ mod fixture;
 mod log_lines;
 mod log_tables;
 mod metrics;
+mod object_store;
 mod pk_script;
 mod process;
 mod pruning;

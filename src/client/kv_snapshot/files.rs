@@ -1,8 +1,9 @@
 //! A bucket's KV snapshot files, copied from remote storage (through fluss-rs's `FileIO`:
-//! a local or shared file system, or the object stores fluss-rs is built for) into a
+//! a local or shared file system, or S3 and OSS with the credentials Fluss hands out) into a
 //! directory of their own under `snapshot_dir`, under the file names RocksDB expects. The
 //! directory is removed when the copy is dropped.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,6 +12,7 @@ use fluss::io::{FileIO, FileRead};
 use fluss::SnapshotId;
 
 use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::client::kv_snapshot::credentials::{needs_credentials, RemoteCredentials};
 use crate::client::table::Table;
 use crate::error::{Error, Result};
 use crate::position::{BucketKey, Offset};
@@ -66,6 +68,7 @@ pub async fn copy(
     snapshot: SnapshotId,
     root: &Path,
     owner: &str,
+    credentials: &mut RemoteCredentials,
 ) -> Result<LocalCopy> {
     let metadata = call(
         "get_kv_snapshot_metadata",
@@ -92,13 +95,31 @@ pub async fn copy(
     };
     for file in &metadata.snapshot_files {
         let target = local.dir.join(&file.local_file_name);
-        local.bytes += fetch(key, &file.remote_path, &target).await?;
+        let props = if needs_credentials(&file.remote_path) {
+            credentials
+                .props(&table.conn, &file.remote_path)
+                .await
+                .map_err(|missing| Error::SnapshotCredentials {
+                    key,
+                    path: file.remote_path.clone(),
+                    reason: missing.to_string(),
+                })?
+        } else {
+            Default::default()
+        };
+        local.bytes += fetch(key, &file.remote_path, &props, &target).await?;
     }
     Ok(local)
 }
 
-/// Copies one remote file to `target`; returns its size.
-async fn fetch(key: BucketKey, remote: &str, target: &Path) -> Result<u64> {
+/// Copies one remote file to `target` (`props`: the object store's credentials and
+/// settings); returns its size.
+async fn fetch(
+    key: BucketKey,
+    remote: &str,
+    props: &HashMap<String, String>,
+    target: &Path,
+) -> Result<u64> {
     let remote_error = |cause| Error::SnapshotRemote {
         key,
         path: remote.to_owned(),
@@ -111,7 +132,11 @@ async fn fetch(key: BucketKey, remote: &str, target: &Path) -> Result<u64> {
         format!("file://{remote}")
     };
     let io = FileIO::from_url(&url)
-        .and_then(|builder| builder.build())
+        .and_then(|builder| {
+            builder
+                .with_props(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .build()
+        })
         .map_err(remote_error)?;
     let input = io.new_input(&url).map_err(remote_error)?;
     let size = remote_call(key, remote, input.metadata()).await?.size;

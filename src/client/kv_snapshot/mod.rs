@@ -6,9 +6,11 @@
 //!
 //! - [`latest`]: a bucket's latest snapshot (id and log offset);
 //! - [`lease`]: the lease that keeps its files on remote storage while it is read;
+//! - [`credentials`]: what an object store holding the files needs, from Fluss;
 //! - [`files`]: its files copied into a local directory, removed when dropped;
 //! - [`rows`]: those files opened read-only, decoded into Arrow batches by schema id.
 
+pub mod credentials;
 pub mod files;
 pub mod latest;
 pub mod lease;
