@@ -29,3 +29,14 @@ build_everything() {
   cargo test --release --workspace --all-targets --no-run
   cargo test --release --workspace --test it --test quickstart --test runtime --test cluster --no-run
 }
+
+# The Rust consumer example (README "Consuming"): a crate of its own with Iggy's client crate,
+# in a target directory of its own (no dependency of it is built with the workspace's features),
+# clippy-linted like the workspace. Its binary and unit tests; scripts/test-runtime.sh runs
+# them, .ci/run starts this early at low priority, on the cores the other steps leave idle.
+consumer_example=(--release --locked --manifest-path examples/consumer_rust/Cargo.toml)
+consumer_target=${CARGO_TARGET_DIR:-target}/consumer_rust
+build_consumer_example() {
+  CARGO_TARGET_DIR=$consumer_target cargo build "${consumer_example[@]}"
+  CARGO_TARGET_DIR=$consumer_target cargo test "${consumer_example[@]}" --no-run
+}

@@ -117,7 +117,8 @@ impl Consumer {
 }
 
 /// Every consumer example on `topic`: the Python one, and the Rust one when
-/// `CONSUMER_RUST_BIN` names its binary (scripts/test-runtime.sh with `CONSUMER_RUST=1`).
+/// `CONSUMER_RUST_BIN` names its binary (scripts/test-runtime.sh builds it and sets it, unless
+/// `CONSUMER_RUST=0`).
 fn consumers(world: &World, topic: &str, format: &str) -> Vec<Consumer> {
     ensure_python_packages();
     let mut python = Command::new("python3");
@@ -146,7 +147,7 @@ fn consumers(world: &World, topic: &str, format: &str) -> Vec<Consumer> {
             ));
         }
         None => eprintln!(
-            "rust consumer: not run (CONSUMER_RUST=1 scripts/test-runtime.sh builds and runs it)"
+            "rust consumer: not run (CONSUMER_RUST_BIN is not set; scripts/test-runtime.sh builds and runs it)"
         ),
     }
     started
