@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use fluss::record::ScanRecord;
+use fluss::record::{ScanRecord, ScanRecords};
 use fluss::PartitionId;
 use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, SourceBatchResult};
 
@@ -24,6 +24,7 @@ use crate::client::discovery;
 use crate::client::kv_snapshot::lease::Lease;
 use crate::client::offsets;
 use crate::client::scanner::Scanner;
+use crate::client::schemas;
 use crate::client::table::Table;
 use crate::config::options::{IpcCompression, PayloadFormat};
 use crate::config::Config;
@@ -304,6 +305,11 @@ impl FlussSource {
                     } else {
                         self.idle_since = None;
                         self.telemetry.recovered();
+                        if let Err(error) = self.learn_schemas(&records).await {
+                            // The records are dropped with the scanner and read again.
+                            self.recover(error, &mut positions).await?;
+                            continue;
+                        }
                         for (bucket, records) in records.into_records_by_buckets() {
                             let key = BucketKey {
                                 partition: bucket.partition_id(),
@@ -359,6 +365,17 @@ impl FlussSource {
 }
 
 impl FlussSource {
+    /// Registers the schema versions of polled batches written after an `ADD COLUMN`,
+    /// logging each change once.
+    async fn learn_schemas(&mut self, records: &ScanRecords) -> Result<()> {
+        for records in records.records_by_buckets().values() {
+            for change in schemas::learn(&self.table, records).await? {
+                self.telemetry.schema_changed(&change);
+            }
+        }
+        Ok(())
+    }
+
     /// Stages `positions` for the batch being handed over and returns the state it carries.
     /// Only a batch that has messages, moved some position or carries a new stop point is
     /// sent and answered, so only such a batch is staged: with poll-ahead, `current()` is the
