@@ -4,8 +4,8 @@
 //! version up once per batch, never per row).
 //!
 //! Fluss 0.9 changes a table's schema only by appending nullable columns (`ALTER TABLE … ADD
-//! COLUMN`), and fluss-rs decodes every fetched batch with the schema it was written with
-//! (unless `columns` pins a projection). So a batch's column count names its version: the
+//! COLUMN`), and the scanners decode every fetched batch with the schema it was written with
+//! (fluss-rs' `with_fixed_schema(false)`; unless `columns` pins a projection). So a batch's column count names its version: the
 //! registry is keyed by it. With a projection every batch has the columns of the open-time
 //! schema, and the registry never changes.
 

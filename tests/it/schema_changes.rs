@@ -16,8 +16,7 @@ use arrow_schema::DataType as ArrowType;
 use fluss_source_runner::{logs, Level};
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::{
-    AddColumn, AlterTableChanges, ColumnPositionType, DataType, DataTypes, DropColumn, JsonSerde,
-    RenameColumn, Schema, TablePath,
+    AlterTableChanges, DataTypes, DropColumn, RenameColumn, Schema, TablePath,
 };
 use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::fluss::rpc::message::OffsetSpec;
@@ -179,8 +178,11 @@ fn ipc_row(batch: &RecordBatch, row: usize) -> Map<String, Value> {
         .collect()
 }
 
+/// A row of an Arrow IPC message: its message's table columns and schema id, and its values.
+type IpcRow = (Vec<String>, Option<i32>, Map<String, Value>);
+
 /// Every row of the IPC messages, with the column names and schema id of its message.
-fn ipc_rows(messages: &[Received]) -> Vec<(Vec<String>, Option<i32>, Map<String, Value>)> {
+fn ipc_rows(messages: &[Received]) -> Vec<IpcRow> {
     let mut rows = Vec::new();
     for m in messages {
         let batch = decode(m);
@@ -642,11 +644,11 @@ fn fluss_refuses_schema_changes_other_than_adding_nullable_columns_at_the_end() 
         tables::create_log_table(&admin, &path, base_schema(false), 1).await;
         let refused = [
             (
-                "a NOT NULL column",
+                "must be nullable",
                 tables::add_column_change("c1", DataTypes::int().as_non_nullable()),
             ),
             (
-                "DROP COLUMN",
+                "Not support drop column",
                 AlterTableChanges {
                     drop_columns: vec![DropColumn {
                         column_name: "name".into(),
@@ -655,7 +657,7 @@ fn fluss_refuses_schema_changes_other_than_adding_nullable_columns_at_the_end() 
                 },
             ),
             (
-                "RENAME COLUMN",
+                "Not support rename column",
                 AlterTableChanges {
                     rename_columns: vec![RenameColumn {
                         old_column_name: "name".into(),
@@ -665,10 +667,11 @@ fn fluss_refuses_schema_changes_other_than_adding_nullable_columns_at_the_end() 
                 },
             ),
         ];
-        for (what, change) in refused {
-            let result = tables::alter(&admin, &path, change).await;
-            assert!(result.is_err(), "{what} should be refused");
-            eprintln!("{what}: {}", result.unwrap_err());
+        for (answer, change) in refused {
+            let error = tables::alter(&admin, &path, change)
+                .await
+                .expect_err("refused");
+            assert!(error.contains(answer), "{answer}: {error}");
         }
         let info = admin.get_table_info(&path).await.unwrap();
         assert_eq!(info.get_schema_id(), 1, "the schema did not change");
