@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
 use crate::position::{BucketKey, Offsets, Positions};
+use crate::schemas::Change;
 use crate::scope::share::Assignment;
 use crate::scope::stop::Bound;
 use crate::source::queue::Buckets;
@@ -370,10 +371,22 @@ impl FlussSource {
     async fn learn_schemas(&mut self, records: &ScanRecords) -> Result<()> {
         for records in records.records_by_buckets().values() {
             for change in schemas::learn(&self.table, records).await? {
-                self.telemetry.schema_changed(&change);
+                self.schema_changed(&change);
             }
         }
         Ok(())
+    }
+
+    /// Logs a schema change, and what the open-time checks of the runtime's JSON re-encoding
+    /// (key order, wide decimals) say about the new columns: the stream goes on either way.
+    pub(super) fn schema_changed(&self, change: &Change) {
+        self.telemetry.schema_changed(change);
+        let fields = &self.table.schemas.latest().fields;
+        match runtime_json::check(&self.config, fields, self.table.primary_key) {
+            Ok(None) => {}
+            Ok(Some(warning)) => self.telemetry.warn(&warning),
+            Err(error) => self.telemetry.warn(&error.to_string()),
+        }
     }
 
     /// Stages `positions` for the batch being handed over and returns the state it carries.

@@ -175,7 +175,7 @@ impl FlussSource {
         let batch_rows = self.config.batch_size.clamp(256, 16_384);
         // The snapshot may hold rows of versions no fetched batch showed yet.
         for change in schemas::up_to_latest(&self.table).await? {
-            self.telemetry.schema_changed(&change);
+            self.schema_changed(&change);
         }
         let layout = Layout::of(&self.table);
         let row_type = match &self.table.projection {
