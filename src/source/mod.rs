@@ -370,17 +370,21 @@ impl FlussSource {
     /// logging each change once.
     async fn learn_schemas(&mut self, records: &ScanRecords) -> Result<()> {
         for records in records.records_by_buckets().values() {
-            for change in schemas::learn(&self.table, records).await? {
-                self.schema_changed(&change);
-            }
+            let changes = schemas::learn(&self.table, records).await?;
+            self.schema_changed(&changes);
         }
         Ok(())
     }
 
-    /// Logs a schema change, and what the open-time checks of the runtime's JSON re-encoding
-    /// (key order, wide decimals) say about the new columns: the stream goes on either way.
-    pub(super) fn schema_changed(&self, change: &Change) {
-        self.telemetry.schema_changed(change);
+    /// Logs schema changes, and what the open-time checks of the runtime's JSON re-encoding
+    /// (key order, wide decimals) say about the newest columns: the stream goes on either way.
+    pub(super) fn schema_changed(&self, changes: &[Change]) {
+        if changes.is_empty() {
+            return;
+        }
+        for change in changes {
+            self.telemetry.schema_changed(change);
+        }
         let fields = &self.table.schemas.latest().fields;
         match runtime_json::check(&self.config, fields, self.table.primary_key) {
             Ok(None) => {}

@@ -174,9 +174,8 @@ impl FlussSource {
             .snapshot_copied(key, snapshot, disk_bytes, copy.dir(), started.elapsed());
         let batch_rows = self.config.batch_size.clamp(256, 16_384);
         // The snapshot may hold rows of versions no fetched batch showed yet.
-        for change in schemas::up_to_latest(&self.table).await? {
-            self.schema_changed(&change);
-        }
+        let changes = schemas::up_to_latest(&self.table).await?;
+        self.schema_changed(&changes);
         let layout = Layout::of(&self.table);
         let row_type = match &self.table.projection {
             Some(_) => RowType::new(self.table.fields.clone()),
