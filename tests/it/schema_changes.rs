@@ -16,7 +16,7 @@ use arrow_schema::DataType as ArrowType;
 use fluss_source_runner::{logs, Level};
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::{
-    AlterTableChanges, DataTypes, DropColumn, RenameColumn, Schema, TablePath,
+    AlterTableChanges, DataTypes, DropColumn, ModifyColumn, RenameColumn, Schema, TablePath,
 };
 use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::fluss::rpc::message::OffsetSpec;
@@ -662,6 +662,22 @@ fn fluss_refuses_schema_changes_other_than_adding_nullable_columns_at_the_end() 
                     rename_columns: vec![RenameColumn {
                         old_column_name: "name".into(),
                         new_column_name: "label".into(),
+                    }],
+                    ..Default::default()
+                },
+            ),
+            (
+                "Not support modify column",
+                AlterTableChanges {
+                    modify_columns: vec![ModifyColumn {
+                        column_name: "name".into(),
+                        data_type_json: tables::add_column_change("x", DataTypes::bigint())
+                            .add_columns
+                            .remove(0)
+                            .data_type_json
+                            .into(),
+                        comment: None,
+                        position: None,
                     }],
                     ..Default::default()
                 },
