@@ -21,6 +21,7 @@ use iggy_connector_fluss_source::encode::ipc::IpcMessages;
 use iggy_connector_fluss_source::encode::stamp::{BucketStamp, Stamper};
 use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::position::BucketKey;
+use iggy_connector_fluss_source::schemas::Schemas;
 
 const ROWS: usize = 100_000;
 
@@ -68,7 +69,7 @@ fn changelog(c: &mut Criterion) {
         let mut encoder = ChangeMessages::new(
             "bench",
             "t",
-            common::mixed_fields(),
+            Schemas::new(1, common::mixed_fields(), false),
             JsonOptions::default(),
             format,
         );
@@ -96,7 +97,13 @@ fn ipc(c: &mut Criterion) {
         ("lz4", IpcCompression::Lz4),
         ("zstd", IpcCompression::Zstd),
     ] {
-        let mut encoder = IpcMessages::new(false, compression, 8 << 20).expect("encoder");
+        let mut encoder = IpcMessages::new(
+            false,
+            Schemas::new(1, Vec::new(), true),
+            compression,
+            8 << 20,
+        )
+        .expect("encoder");
         group.bench_function(BenchmarkId::new("encode", name), |b| {
             b.iter(|| {
                 let mut batch = Batch::new(1000, usize::MAX);

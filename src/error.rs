@@ -235,7 +235,7 @@ pub enum Error {
 
     /// A KV snapshot row was written with another schema than the table's current one.
     #[snafu(display(
-        "the KV snapshot of {key} holds rows of schema id {found}, but the table's schema id is {expected} (its columns changed); reading rows of an older schema is not supported yet: set `starting_offset = \"earliest\"` to read the changelog instead"
+        "the KV snapshot of {key} holds rows of schema id {found}, a schema version the table did not have when the snapshot was taken (its rows are shown in schema id {expected}); please report it, and set `starting_offset = \"earliest\"` to read the changelog instead"
     ))]
     SnapshotSchema {
         key: BucketKey,
@@ -254,6 +254,12 @@ pub enum Error {
         log_start: Offset,
         log_end: Offset,
     },
+
+    /// A fetched batch has a column count no schema version of the table has.
+    #[snafu(display(
+        "a fetched record batch has {columns} columns, which no schema version of the table known to the connector has; this is a bug, please report it (restarting the connector reads the batch again)"
+    ))]
+    UnknownSchema { columns: usize },
 
     /// A column could not be encoded.
     #[snafu(transparent)]

@@ -11,6 +11,7 @@
 //! - [`filter`]: the `filter` language: parsed, checked, evaluated on batches, pushed down (a leaf);
 //! - [`client`]: talking to Fluss: connection, table, scanners, offsets, discovery, limit scans;
 //! - [`records`]: fetched records and the Arrow batches they point into (a leaf);
+//! - [`schemas`]: the table's schema versions, found per batch by its column count (a leaf);
 //! - [`position`]: bucket keys, positions, and their staging until Ack;
 //! - [`state`]: positions persisted as versioned MessagePack;
 //! - [`json`]: Arrow columns to JSON values (a leaf);
@@ -33,6 +34,7 @@ pub mod json;
 pub mod metrics;
 pub mod position;
 pub mod records;
+pub mod schemas;
 pub mod scope;
 pub mod source;
 pub mod state;

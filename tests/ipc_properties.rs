@@ -24,6 +24,7 @@ use iggy_connector_fluss_source::config::options::IpcCompression;
 use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::ipc::IpcMessages;
 use iggy_connector_fluss_source::encode::Encoder;
+use iggy_connector_fluss_source::schemas::Schemas;
 use proptest::prelude::*;
 
 use arrow_cases::{case_of, config, Case};
@@ -93,8 +94,13 @@ fn check(
         .collect();
     let records = arrow_cases::records(&case.fields, full.clone(), picked.clone(), 500);
     let max_bytes = (full.get_array_memory_size() * encoding.cap_64ths / 64).max(1);
-    let mut encoder = IpcMessages::new(encoding.changelog, compression, max_bytes)
-        .map_err(|e| TestCaseError::fail(format!("IpcMessages::new: {e}")))?;
+    let mut encoder = IpcMessages::new(
+        encoding.changelog,
+        Schemas::new(1, case.fields.clone(), true),
+        compression,
+        max_bytes,
+    )
+    .map_err(|e| TestCaseError::fail(format!("IpcMessages::new: {e}")))?;
     let mut batch = Batch::new(usize::MAX, usize::MAX);
     let consumed = encoder
         .encode(&arrow_cases::stamp(None), &records, &mut batch)

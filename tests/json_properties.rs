@@ -32,6 +32,7 @@ use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::rows::RowMessages;
 use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::json::RowEncoder;
+use iggy_connector_fluss_source::schemas::Schemas;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -450,13 +451,17 @@ fn check(case: &Case, options: JsonOptions, delivery: &Delivery) -> Result<(), T
         1_000,
     );
     let mut messages = Batch::new(usize::MAX, usize::MAX);
-    let consumed = RowMessages::new(case.fields.clone(), options, delivery.include_metadata)
-        .encode(
-            &arrow_cases::stamp(delivery.partition.as_deref()),
-            &records,
-            &mut messages,
-        )
-        .map_err(|e| TestCaseError::fail(format!("RowMessages failed: {e}")))?;
+    let consumed = RowMessages::new(
+        Schemas::new(1, case.fields.clone(), false),
+        options,
+        delivery.include_metadata,
+    )
+    .encode(
+        &arrow_cases::stamp(delivery.partition.as_deref()),
+        &records,
+        &mut messages,
+    )
+    .map_err(|e| TestCaseError::fail(format!("RowMessages failed: {e}")))?;
     prop_assert_eq!(consumed, records.len());
     let messages = messages.into_messages().expect("payloads built");
     prop_assert_eq!(messages.len(), records.len(), "one message per row");

@@ -65,8 +65,13 @@ impl Scanner {
         let count = readers.clamp(1, positions.len().max(1));
         let mut scanners = Vec::with_capacity(count);
         for _ in 0..count {
+            // Every batch keeps the schema it was written with (fluss-rs aligns them all to the
+            // open-time schema by default): columns added while reading reach the encoders,
+            // which look each batch's version up (see `crate::schemas`). A projection pins
+            // the columns either way.
             let mut scan =
-                TableScan::new(&table.conn, table.info.clone(), table.conn.get_metadata());
+                TableScan::new(&table.conn, table.info.clone(), table.conn.get_metadata())
+                    .with_fixed_schema(false);
             if let Some(projection) = &table.projection {
                 scan = scan
                     .project(projection)

@@ -12,6 +12,7 @@ use crate::client::connect::{call, CALL_TIMEOUT};
 use crate::config::options::TableType;
 use crate::config::Config;
 use crate::error::{Error, Fault, Result};
+use crate::schemas::Schemas;
 
 /// The resolved table and what the source reads of it. Cloning shares the connection.
 #[derive(Clone)]
@@ -32,6 +33,9 @@ pub struct Table {
     pub fields: Vec<DataField>,
     /// The part of `filter` the server applies (see [`crate::filter::pushdown`]).
     pub pushdown: Option<fluss::predicate::Predicate>,
+    /// The schema versions batches are read with: `fields` as of open, then those of columns
+    /// added since (see [`crate::client::schemas`]).
+    pub schemas: Schemas,
 }
 
 impl Table {
@@ -81,6 +85,8 @@ impl Table {
             None => all_fields.clone(),
             Some(indexes) => indexes.iter().map(|i| all_fields[*i].clone()).collect(),
         };
+        let schemas = Schemas::new(info.get_schema_id(), fields.clone(), projection.is_some())
+            .with_row_type(info.get_schema_id(), info.get_row_type().clone());
         Ok(Self {
             conn,
             admin,
@@ -90,6 +96,7 @@ impl Table {
             projection,
             fields,
             pushdown: None,
+            schemas,
         })
     }
 

@@ -200,6 +200,9 @@ pub enum Header {
     Partition,
     /// `fluss_row_count`: rows in an Arrow IPC message (int64).
     RowCount,
+    /// `fluss_schema_id`: the Fluss schema id of the row's columns (int32); only when named,
+    /// not part of `all`.
+    SchemaId,
 }
 
 impl Header {
@@ -217,6 +220,7 @@ impl Choice for Header {
         ("fluss_change_type", Self::ChangeType),
         ("fluss_partition", Self::Partition),
         ("fluss_row_count", Self::RowCount),
+        ("fluss_schema_id", Self::SchemaId),
     ];
 }
 
@@ -225,7 +229,8 @@ impl Choice for Header {
 pub struct HeaderSet(u8);
 
 impl HeaderSet {
-    /// Every header (the default, `"all"`).
+    /// Every header but `fluss_schema_id` (the default, `"all"`; the schema id is attached
+    /// only when named, so messages keep the headers they had before it existed).
     pub const ALL: Self = Self(0x7f);
     /// No headers at all (`"none"`): the message id still carries table, partition, bucket
     /// and offset.
@@ -278,8 +283,13 @@ mod tests {
         assert!(!set.contains(Header::Table));
         assert!(HeaderSet::NONE.is_empty());
         for (_, header) in Header::CHOICES {
-            assert!(HeaderSet::ALL.contains(*header));
+            assert_eq!(
+                HeaderSet::ALL.contains(*header),
+                *header != Header::SchemaId,
+                "{header:?}"
+            );
         }
+        assert!(HeaderSet::of(&[Header::SchemaId]).contains(Header::SchemaId));
         assert_eq!(format!("{set:?}"), "{\"fluss_bucket\", \"fluss_offset\"}");
     }
 }

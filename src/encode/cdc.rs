@@ -13,7 +13,6 @@ use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use arrow_array::RecordBatch;
-use fluss::metadata::DataField;
 use fluss::record::{ChangeType, ScanRecord};
 
 use super::Encoder;
@@ -24,6 +23,7 @@ use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
 use crate::json::{write_json_string, RowEncoder};
 use crate::records::{arrow_batch, same_batch};
+use crate::schemas::Schemas;
 
 /// The Debezium `op` of a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +110,7 @@ pub fn next_change(records: &[ScanRecord]) -> Option<Change<'_>> {
 
 /// Encodes primary-key table changes as JSON messages.
 pub struct ChangeMessages {
-    fields: Vec<DataField>,
+    schemas: Schemas,
     options: JsonOptions,
     format: ChangelogFormat,
     /// `"source":{"connector":"fluss","db":…,"table":…,"partition":` escaped once.
@@ -119,34 +119,43 @@ pub struct ChangeMessages {
 
 /// Row encoders for the (at most two) Arrow batches a change can touch.
 struct Encoders<'r> {
-    fields: &'r [DataField],
+    schemas: &'r Schemas,
     options: JsonOptions,
-    current: Option<(&'r RecordBatch, RowEncoder<'r>)>,
+    /// The batch encoded last, its encoder and its schema id.
+    current: Option<(&'r RecordBatch, RowEncoder<'r>, i32)>,
 }
 
 impl<'r> Encoders<'r> {
     fn write(&mut self, record: &'r ScanRecord, out: &mut Vec<u8>) -> Result<()> {
         let batch = arrow_batch(record.row().get_record_batch())?;
         let reuse =
-            matches!(&self.current, Some((current, _)) if same_batch(Some(*current), Some(batch)));
+            matches!(&self.current, Some((current, ..)) if same_batch(Some(*current), Some(batch)));
         if !reuse {
-            let encoder = RowEncoder::try_new(self.fields, batch, self.options)
+            let version = self.schemas.of(batch).ok_or(Error::UnknownSchema {
+                columns: batch.num_columns(),
+            })?;
+            let encoder = RowEncoder::try_new(&version.fields, batch, self.options)
                 .map_err(|source| Error::Encode { source })?;
-            self.current = Some((batch, encoder));
+            self.current = Some((batch, encoder, version.id));
         }
-        if let Some((_, encoder)) = self.current.as_mut() {
+        if let Some((_, encoder, _)) = self.current.as_mut() {
             encoder.write_fields(record.row().get_row_id(), out);
         }
         Ok(())
     }
+
+    /// The schema id of the image written last.
+    fn schema_id(&self) -> i32 {
+        self.current.as_ref().map_or(0, |(.., id)| *id)
+    }
 }
 
 impl ChangeMessages {
-    /// An encoder for changes of `db.table`, whose scanned columns are `fields`.
+    /// An encoder for changes of `db.table`, whose columns `schemas` names per batch.
     pub fn new(
         database: &str,
         table: &str,
-        fields: Vec<DataField>,
+        schemas: Schemas,
         options: JsonOptions,
         format: ChangelogFormat,
     ) -> Self {
@@ -156,7 +165,7 @@ impl ChangeMessages {
         write_json_string(&mut source_prefix, table);
         source_prefix.extend_from_slice(br#","partition":"#);
         Self {
-            fields,
+            schemas,
             options,
             format,
             source_prefix,
@@ -225,9 +234,8 @@ impl ChangeMessages {
         out.push(b'{');
         if let Some(record) = image {
             encoders.write(record, out)?;
-            if !self.fields.is_empty() {
-                out.push(b',');
-            }
+            // A table has at least one column, so the fields end before `__op`.
+            out.push(b',');
         }
         out.extend_from_slice(br#""__op":""#);
         out.extend_from_slice(change.op.code().as_bytes());
@@ -244,7 +252,7 @@ impl Encoder for ChangeMessages {
         batch: &mut Batch,
     ) -> Result<usize> {
         let mut encoders = Encoders {
-            fields: &self.fields,
+            schemas: &self.schemas,
             options: self.options,
             current: None,
         };
@@ -275,6 +283,7 @@ impl Encoder for ChangeMessages {
                 first.offset(),
                 first.timestamp(),
                 Some(change.change_type()),
+                encoders.schema_id(),
                 payload,
             ));
             consumed += change.records;
@@ -289,7 +298,7 @@ mod tests {
 
     use arrow_array::{Int64Array, StringArray};
     use arrow_schema::{DataType as ArrowType, Field, Schema};
-    use fluss::metadata::{DataTypes, RowType};
+    use fluss::metadata::{DataField, DataTypes, RowType};
     use fluss::row::ColumnarRow;
 
     use super::*;
@@ -344,7 +353,13 @@ mod tests {
         format: ChangelogFormat,
         records: &[ScanRecord],
     ) -> (usize, Vec<String>) {
-        let mut encoder = ChangeMessages::new("db", "t", fields(), JsonOptions::default(), format);
+        let mut encoder = ChangeMessages::new(
+            "db",
+            "t",
+            Schemas::new(1, fields(), false),
+            JsonOptions::default(),
+            format,
+        );
         let mut batch = Batch::new(100, 1 << 20);
         let consumed = encoder.encode(stamp, records, &mut batch).unwrap();
         let payloads = batch

@@ -28,10 +28,13 @@ use crate::encode::batch::Batch;
 use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
 use crate::records::{arrow_batch, batch_runs};
+use crate::schemas::Schemas;
 
 /// Encodes runs of rows as Arrow IPC stream messages.
 pub struct IpcMessages {
     changelog: bool,
+    /// Names each batch's schema id (the stream itself carries the batch's Arrow schema).
+    schemas: Schemas,
     options: IpcWriteOptions,
     max_bytes: usize,
     /// The changelog schema, rebuilt only when the table's batch schema changes.
@@ -81,7 +84,12 @@ const ZSTD_LEVEL: i32 = 1;
 
 impl IpcMessages {
     /// An encoder for a log table (`changelog = false`) or a primary-key table.
-    pub fn new(changelog: bool, compression: IpcCompression, max_bytes: usize) -> Result<Self> {
+    pub fn new(
+        changelog: bool,
+        schemas: Schemas,
+        compression: IpcCompression,
+        max_bytes: usize,
+    ) -> Result<Self> {
         let (compression, level) = match compression {
             IpcCompression::None => (None, None),
             IpcCompression::Lz4 => (Some(CompressionType::LZ4_FRAME), None),
@@ -94,6 +102,7 @@ impl IpcMessages {
             .map_err(|cause| Error::Ipc { cause })?;
         Ok(Self {
             changelog,
+            schemas,
             options,
             max_bytes,
             changelog_schema: None,
@@ -158,6 +167,13 @@ impl Encoder for IpcMessages {
         let mut consumed = 0;
         for (start, end, arrow) in batch_runs(records) {
             let arrow = arrow_batch(arrow)?;
+            let schema_id = self
+                .schemas
+                .of(arrow)
+                .ok_or(Error::UnknownSchema {
+                    columns: arrow.num_columns(),
+                })?
+                .id;
             let per_message = rows_per_message(arrow, self.max_bytes);
             let mut at = start;
             while at < end {
@@ -177,11 +193,22 @@ impl Encoder for IpcMessages {
                 match &self.ratio {
                     None => {
                         let payload = write_stream(&slice, &self.options, self.max_bytes)?;
-                        batch.push(bucket.ipc(first.offset(), first.timestamp(), run, payload));
+                        batch.push(bucket.ipc(
+                            first.offset(),
+                            first.timestamp(),
+                            run,
+                            schema_id,
+                            payload,
+                        ));
                     }
                     Some(ratio) => {
-                        let message =
-                            bucket.ipc(first.offset(), first.timestamp(), run, Vec::new());
+                        let message = bucket.ipc(
+                            first.offset(),
+                            first.timestamp(),
+                            run,
+                            schema_id,
+                            Vec::new(),
+                        );
                         let (options, max_bytes, ratio) =
                             (self.options.clone(), self.max_bytes, ratio.clone());
                         let scaled = ratio.scale(estimate);
@@ -253,6 +280,11 @@ mod tests {
     use arrow_array::Array;
     use arrow_ipc::reader::StreamReader;
 
+    /// A registry naming every batch schema id 1 (these tests need no Fluss fields).
+    fn any_schema() -> Schemas {
+        Schemas::new(1, Vec::new(), true)
+    }
+
     fn sample(rows: i64) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![
             Field::new("id", DataType::Int64, false),
@@ -286,7 +318,7 @@ mod tests {
             IpcCompression::Lz4,
             IpcCompression::Zstd,
         ] {
-            let encoder = IpcMessages::new(false, compression, 1 << 20).unwrap();
+            let encoder = IpcMessages::new(false, any_schema(), compression, 1 << 20).unwrap();
             let payload = encoder.write_stream(&slice).unwrap();
             let back = read_back(&payload);
             assert_eq!(back.len(), 1, "{compression:?}");
@@ -297,7 +329,7 @@ mod tests {
     #[test]
     fn a_slice_writes_only_its_own_rows() {
         let batch = sample(100_000);
-        let encoder = IpcMessages::new(false, IpcCompression::None, 1 << 30).unwrap();
+        let encoder = IpcMessages::new(false, any_schema(), IpcCompression::None, 1 << 30).unwrap();
         let whole = encoder.write_stream(&batch).unwrap().len();
         let tenth = encoder.write_stream(&batch.slice(0, 10_000)).unwrap().len();
         assert!(
@@ -332,7 +364,8 @@ mod tests {
             .bucket(BucketKey::bucket(1), None)
             .unwrap()
             .snapshot(300);
-        let mut encoder = IpcMessages::new(true, IpcCompression::None, 1 << 20).unwrap();
+        let mut encoder =
+            IpcMessages::new(true, any_schema(), IpcCompression::None, 1 << 20).unwrap();
         let mut out = Batch::new(10, usize::MAX);
         assert_eq!(encoder.encode(&stamp, &records, &mut out).unwrap(), 5);
         let messages = out.into_messages().unwrap();
@@ -385,7 +418,8 @@ mod tests {
             .bucket(BucketKey::bucket(0), None)
             .unwrap();
         let per_row = bytes_per_row(&whole);
-        let mut encoder = IpcMessages::new(false, IpcCompression::Zstd, per_row * 1000).unwrap();
+        let mut encoder =
+            IpcMessages::new(false, any_schema(), IpcCompression::Zstd, per_row * 1000).unwrap();
         let mut rows_back = Vec::new();
         let mut estimated = Vec::new();
         for half in records.chunks(10_000) {

@@ -1,7 +1,6 @@
 //! Log-table rows as flat JSON objects, one message per row, optionally with a `_fluss`
 //! metadata object.
 
-use fluss::metadata::DataField;
 use fluss::record::ScanRecord;
 
 use super::Encoder;
@@ -11,29 +10,29 @@ use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
 use crate::json::{write_json_string, RowEncoder};
 use crate::records::{arrow_batch, batch_runs};
+use crate::schemas::Schemas;
 
 /// Encodes log-table rows as JSON messages.
 pub struct RowMessages {
-    fields: Vec<DataField>,
+    schemas: Schemas,
     options: JsonOptions,
     include_metadata: bool,
 }
 
 impl RowMessages {
-    /// An encoder for rows with `fields` (the scanned columns, in batch order).
-    pub fn new(fields: Vec<DataField>, options: JsonOptions, include_metadata: bool) -> Self {
+    /// An encoder for rows whose columns `schemas` names per batch.
+    pub fn new(schemas: Schemas, options: JsonOptions, include_metadata: bool) -> Self {
         Self {
-            fields,
+            schemas,
             options,
             include_metadata,
         }
     }
 
-    fn write_metadata(&self, bucket: &BucketStamp, record: &ScanRecord, out: &mut Vec<u8>) {
+    fn write_metadata(bucket: &BucketStamp, record: &ScanRecord, out: &mut Vec<u8>) {
         use std::io::Write;
-        if !self.fields.is_empty() {
-            out.push(b',');
-        }
+        // A table has at least one column, so the fields end before this.
+        out.push(b',');
         let _ = write!(
             out,
             "\"_fluss\":{{\"bucket\":{},\"partition\":",
@@ -61,7 +60,11 @@ impl Encoder for RowMessages {
     ) -> Result<usize> {
         let mut consumed = 0;
         for (start, end, arrow) in batch_runs(records) {
-            let mut rows = RowEncoder::try_new(&self.fields, arrow_batch(arrow)?, self.options)
+            let arrow = arrow_batch(arrow)?;
+            let version = self.schemas.of(arrow).ok_or(Error::UnknownSchema {
+                columns: arrow.num_columns(),
+            })?;
+            let mut rows = RowEncoder::try_new(&version.fields, arrow, self.options)
                 .map_err(|source| Error::Encode { source })?;
             for record in &records[start..end] {
                 if batch.is_full() {
@@ -71,13 +74,14 @@ impl Encoder for RowMessages {
                 payload.push(b'{');
                 rows.write_fields(record.row().get_row_id(), &mut payload);
                 if self.include_metadata {
-                    self.write_metadata(bucket, record, &mut payload);
+                    Self::write_metadata(bucket, record, &mut payload);
                 }
                 payload.push(b'}');
                 batch.push(bucket.row(
                     record.offset(),
                     record.timestamp(),
                     Some(*record.change_type()),
+                    version.id,
                     payload,
                 ));
                 consumed += 1;

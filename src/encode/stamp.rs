@@ -95,6 +95,9 @@ struct StampKeys {
     offset: HeaderKey,
     timestamp: HeaderKey,
     row_count: HeaderKey,
+    /// `None` unless `fluss_schema_id` is selected: the other headers are placeholders in
+    /// every template, this one is skipped per message when not wanted.
+    schema_id: Option<HeaderKey>,
 }
 
 /// What every message of a source shares: the table id, the selected headers and the values
@@ -161,6 +164,11 @@ impl Stamper {
                 offset: key(Header::Offset)?,
                 timestamp: key(Header::Timestamp)?,
                 row_count: key(Header::RowCount)?,
+                schema_id: if selected.contains(Header::SchemaId) {
+                    Some(key(Header::SchemaId)?)
+                } else {
+                    None
+                },
             }),
             table: (key(Header::Table)?, text(Header::Table, qualified_table)?),
             bucket_key: key(Header::Bucket)?,
@@ -193,6 +201,9 @@ impl Stamper {
             &self.keys.timestamp,
             HeaderValue::from_i64(0),
         );
+        if let Some(schema_key) = &self.keys.schema_id {
+            put(Header::SchemaId, schema_key, HeaderValue::from_i32(0));
+        }
         if let Some(partition) = partition_name {
             put(
                 Header::Partition,
@@ -284,32 +295,47 @@ impl BucketStamp {
         self.snapshot.unwrap_or(offset)
     }
 
-    /// The message of one row or change whose (first) record is at `offset`.
+    /// The message of one row or change whose (first) record is at `offset`, its columns
+    /// those of schema `schema_id`.
     pub fn row(
         &self,
         offset: Offset,
         timestamp: i64,
         change: Option<ChangeType>,
+        schema_id: i32,
         payload: Vec<u8>,
     ) -> ProducedMessage {
         let template = &self.rows[change.map_or(NO_CHANGE, change_index)];
-        let headers = self.stamped(template, self.offset_of(offset), timestamp, None);
+        let headers = self.stamped(
+            template,
+            Stamped {
+                offset: self.offset_of(offset),
+                timestamp,
+                schema_id,
+                rows: None,
+            },
+        );
         self.message(offset, headers, payload)
     }
 
-    /// The Arrow IPC message holding `rows` rows starting at `first_offset`.
+    /// The Arrow IPC message holding `rows` rows of schema `schema_id` starting at
+    /// `first_offset`.
     pub fn ipc(
         &self,
         first_offset: Offset,
         timestamp: i64,
         rows: usize,
+        schema_id: i32,
         payload: Vec<u8>,
     ) -> ProducedMessage {
         let headers = self.stamped(
             &self.ipc,
-            self.offset_of(first_offset),
-            timestamp,
-            Some(rows),
+            Stamped {
+                offset: self.offset_of(first_offset),
+                timestamp,
+                schema_id,
+                rows: Some(rows),
+            },
         );
         self.message(first_offset, headers, payload)
     }
@@ -337,16 +363,16 @@ impl BucketStamp {
 
     /// The template with its placeholders set; `None` when no header is selected, which
     /// the runtime decodes for free.
-    fn stamped(
-        &self,
-        template: &HeaderMap,
-        offset: Offset,
-        timestamp: i64,
-        rows: Option<usize>,
-    ) -> Option<HeaderMap> {
+    fn stamped(&self, template: &HeaderMap, values: Stamped) -> Option<HeaderMap> {
         if template.is_empty() {
             return None;
         }
+        let Stamped {
+            offset,
+            timestamp,
+            schema_id,
+            rows,
+        } = values;
         let mut headers = template.clone();
         set(
             &mut headers,
@@ -358,6 +384,9 @@ impl BucketStamp {
             &self.keys.timestamp,
             HeaderValue::from_i64(timestamp),
         );
+        if let Some(schema_key) = &self.keys.schema_id {
+            set(&mut headers, schema_key, HeaderValue::from_i32(schema_id));
+        }
         if let Some(rows) = rows {
             set(
                 &mut headers,
@@ -367,6 +396,14 @@ impl BucketStamp {
         }
         Some(headers)
     }
+}
+
+/// The per-message values of the headers.
+struct Stamped {
+    offset: Offset,
+    timestamp: i64,
+    schema_id: i32,
+    rows: Option<usize>,
 }
 
 /// Replaces the placeholder of a prebuilt header (a header that is not selected has none).
@@ -444,11 +481,11 @@ mod tests {
     fn snapshot_stamps_show_the_snapshot_offset() {
         let bucket = stamp(HeaderSet::ALL, None).snapshot(500);
         assert_eq!(bucket.snapshot_offset(), Some(500));
-        let m = bucket.row(3, 77, Some(ChangeType::Insert), Vec::new());
+        let m = bucket.row(3, 77, Some(ChangeType::Insert), 1, Vec::new());
         assert_eq!(m.id, Some(snapshot_id(3, None, 2, 500, 3)));
         assert_eq!(header(&m, Header::Offset).unwrap().as_i64().unwrap(), 500);
         assert_eq!(header(&m, Header::Timestamp).unwrap().as_i64().unwrap(), 77);
-        let ipc = bucket.ipc(0, 77, 10, Vec::new());
+        let ipc = bucket.ipc(0, 77, 10, 1, Vec::new());
         assert_eq!(ipc.id, Some(snapshot_id(3, None, 2, 500, 0)));
         assert_eq!(header(&ipc, Header::Offset).unwrap().as_i64().unwrap(), 500);
     }
@@ -481,6 +518,7 @@ mod tests {
             41,
             1_700_000_000_000,
             Some(ChangeType::Insert),
+            1,
             b"{}".to_vec(),
         );
         assert_eq!(m.id, Some(message_id(3, Some(7), 2, 41)));
@@ -498,8 +536,8 @@ mod tests {
     #[test]
     fn prebuilt_headers_are_stamped_per_message_without_leaking_between_them() {
         let bucket = stamp(HeaderSet::ALL, None);
-        let first = bucket.row(7, 100, None, Vec::new());
-        let second = bucket.row(8, 200, Some(ChangeType::Delete), Vec::new());
+        let first = bucket.row(7, 100, None, 1, Vec::new());
+        let second = bucket.row(8, 200, Some(ChangeType::Delete), 1, Vec::new());
         let value = |m: &ProducedMessage, h: Header| header(m, h).unwrap().as_i64().unwrap();
         assert_eq!(value(&first, Header::Offset), 7);
         assert_eq!(value(&first, Header::Timestamp), 100);
@@ -514,7 +552,7 @@ mod tests {
                 .unwrap(),
             "-D"
         );
-        let ipc = bucket.ipc(9, 300, 12, Vec::new());
+        let ipc = bucket.ipc(9, 300, 12, 1, Vec::new());
         assert_eq!(value(&ipc, Header::Offset), 9);
         assert_eq!(value(&ipc, Header::RowCount), 12);
         assert_eq!(ipc.headers.as_ref().unwrap().len(), 5);
@@ -523,7 +561,7 @@ mod tests {
 
     #[test]
     fn ipc_headers_have_row_count_and_no_change_type() {
-        let m = stamp(HeaderSet::ALL, None).ipc(10, 5, 300, Vec::new());
+        let m = stamp(HeaderSet::ALL, None).ipc(10, 5, 300, 1, Vec::new());
         assert_eq!(header(&m, Header::RowCount).unwrap().as_i64().unwrap(), 300);
         assert!(header(&m, Header::ChangeType).is_none());
         assert!(header(&m, Header::Partition).is_none());
@@ -535,24 +573,36 @@ mod tests {
             HeaderSet::of(&[Header::Offset, Header::RowCount]),
             Some("p"),
         );
-        let row = bucket.row(5, 6, Some(ChangeType::Insert), Vec::new());
+        let row = bucket.row(5, 6, Some(ChangeType::Insert), 1, Vec::new());
         assert_eq!(row.headers.as_ref().unwrap().len(), 1);
         assert_eq!(header(&row, Header::Offset).unwrap().as_i64().unwrap(), 5);
-        let ipc = bucket.ipc(5, 6, 2, Vec::new());
+        let ipc = bucket.ipc(5, 6, 2, 1, Vec::new());
         assert_eq!(ipc.headers.as_ref().unwrap().len(), 2);
         assert_eq!(header(&ipc, Header::RowCount).unwrap().as_i64().unwrap(), 2);
     }
 
     #[test]
+    fn the_schema_id_header_is_attached_only_when_named() {
+        let all = stamp(HeaderSet::ALL, None).row(5, 6, None, 3, Vec::new());
+        assert!(header(&all, Header::SchemaId).is_none());
+        let named = stamp(HeaderSet::of(&[Header::SchemaId, Header::Offset]), None);
+        let row = named.row(5, 6, None, 3, Vec::new());
+        assert_eq!(header(&row, Header::SchemaId).unwrap().as_i32().unwrap(), 3);
+        let ipc = named.ipc(5, 6, 2, 4, Vec::new());
+        assert_eq!(header(&ipc, Header::SchemaId).unwrap().as_i32().unwrap(), 4);
+        assert_eq!(ipc.headers.as_ref().unwrap().len(), 2);
+    }
+
+    #[test]
     fn no_headers_means_none_but_ids_stay() {
         let bucket = stamp(HeaderSet::NONE, Some("p"));
-        let row = bucket.row(5, 6, Some(ChangeType::Insert), Vec::new());
+        let row = bucket.row(5, 6, Some(ChangeType::Insert), 1, Vec::new());
         assert_eq!(row.headers, None);
         assert_eq!(row.id, Some(message_id(3, Some(7), 2, 5)));
-        assert_eq!(bucket.ipc(5, 6, 2, Vec::new()).headers, None);
+        assert_eq!(bucket.ipc(5, 6, 2, 1, Vec::new()).headers, None);
         let only_rows = stamp(HeaderSet::of(&[Header::RowCount]), None);
         assert_eq!(
-            only_rows.row(1, 1, None, Vec::new()).headers,
+            only_rows.row(1, 1, None, 1, Vec::new()).headers,
             None,
             "a JSON row has no row-count header, so nothing is left"
         );

@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use fluss::record::ScanRecord;
+use fluss::record::{ScanRecord, ScanRecords};
 use fluss::PartitionId;
 use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, SourceBatchResult};
 
@@ -25,6 +25,7 @@ use crate::client::kv_snapshot::credentials::RemoteCredentials;
 use crate::client::kv_snapshot::lease::Lease;
 use crate::client::offsets;
 use crate::client::scanner::Scanner;
+use crate::client::schemas;
 use crate::client::table::Table;
 use crate::config::options::{IpcCompression, PayloadFormat};
 use crate::config::Config;
@@ -36,6 +37,7 @@ use crate::error::{Error, Result};
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
 use crate::position::{BucketKey, Offsets, Positions};
+use crate::schemas::Change;
 use crate::scope::share::Assignment;
 use crate::scope::stop::Bound;
 use crate::source::queue::Buckets;
@@ -308,6 +310,11 @@ impl FlussSource {
                     } else {
                         self.idle_since = None;
                         self.telemetry.recovered();
+                        if let Err(error) = self.learn_schemas(&records).await {
+                            // The records are dropped with the scanner and read again.
+                            self.recover(error, &mut positions).await?;
+                            continue;
+                        }
                         for (bucket, records) in records.into_records_by_buckets() {
                             let key = BucketKey {
                                 partition: bucket.partition_id(),
@@ -363,6 +370,33 @@ impl FlussSource {
 }
 
 impl FlussSource {
+    /// Registers the schema versions of polled batches written after an `ADD COLUMN`,
+    /// logging each change once.
+    async fn learn_schemas(&mut self, records: &ScanRecords) -> Result<()> {
+        for records in records.records_by_buckets().values() {
+            let changes = schemas::learn(&self.table, records).await?;
+            self.schema_changed(&changes);
+        }
+        Ok(())
+    }
+
+    /// Logs schema changes, and what the open-time checks of the runtime's JSON re-encoding
+    /// (key order, wide decimals) say about the newest columns: the stream goes on either way.
+    pub(super) fn schema_changed(&self, changes: &[Change]) {
+        if changes.is_empty() {
+            return;
+        }
+        for change in changes {
+            self.telemetry.schema_changed(change);
+        }
+        let fields = &self.table.schemas.latest().fields;
+        match runtime_json::check(&self.config, fields, self.table.primary_key) {
+            Ok(None) => {}
+            Ok(Some(warning)) => self.telemetry.warn(&warning),
+            Err(error) => self.telemetry.warn(&error.to_string()),
+        }
+    }
+
     /// Stages `positions` for the batch being handed over and returns the state it carries.
     /// Only a batch that has messages, moved some position or carries a new stop point is
     /// sent and answered, so only such a batch is staged: with poll-ahead, `current()` is the

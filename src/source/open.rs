@@ -93,6 +93,7 @@ pub(super) fn encoder(config: &Config, table: &Table) -> Result<Box<dyn Encoder>
     Ok(if config.payload_format == PayloadFormat::ArrowIpc {
         Box::new(IpcMessages::new(
             table.primary_key,
+            table.schemas.clone(),
             config.arrow_ipc_compression,
             config.max_batch_bytes,
         )?)
@@ -100,13 +101,13 @@ pub(super) fn encoder(config: &Config, table: &Table) -> Result<Box<dyn Encoder>
         Box::new(ChangeMessages::new(
             &config.database,
             &config.table,
-            table.fields.clone(),
+            table.schemas.clone(),
             config.json,
             config.changelog_format,
         ))
     } else {
         Box::new(RowMessages::new(
-            table.fields.clone(),
+            table.schemas.clone(),
             config.json,
             config.include_metadata,
         ))

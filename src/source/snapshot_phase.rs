@@ -17,6 +17,7 @@ use crate::client::discovery::PartitionNames;
 use crate::client::kv_snapshot::rows::{KvRows, Layout};
 use crate::client::kv_snapshot::{files, latest, Opened};
 use crate::client::offsets;
+use crate::client::schemas;
 use crate::client::table::Table;
 use crate::error::{Error, Fault, Result};
 use crate::position::{BucketKey, Offset, Position, Positions, Resume};
@@ -175,13 +176,21 @@ impl FlussSource {
         self.telemetry
             .snapshot_copied(key, snapshot, disk_bytes, copy.dir(), started.elapsed());
         let batch_rows = self.config.batch_size.clamp(256, 16_384);
-        let mut rows = KvRows::open(&Layout::of(&self.table), key, copy, batch_rows)?;
+        // The snapshot may hold rows of versions no fetched batch showed yet.
+        let changes = schemas::up_to_latest(&self.table).await?;
+        self.schema_changed(&changes);
+        let layout = Layout::of(&self.table);
+        let row_type = match &self.table.projection {
+            Some(_) => RowType::new(self.table.fields.clone()),
+            None => layout.row_type.clone(),
+        };
+        let mut rows = KvRows::open(&layout, key, copy, batch_rows)?;
         let skipped = rows.skip(skip)?;
         Ok(Some(Opened {
             key,
             snapshot_id: Some(snapshot),
             rows: Box::new(rows),
-            row_type: Arc::new(RowType::new(self.table.fields.clone())),
+            row_type: Arc::new(row_type),
             started,
             taken_at,
             continue_at: taken_at,

@@ -10,6 +10,7 @@ use fluss::PartitionId;
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::Tally;
 use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
+use crate::schemas::Change;
 use crate::source::queue::snapshot_rows::Report;
 
 /// The target of every line: the module path this file had before the source's files moved
@@ -285,6 +286,17 @@ impl Telemetry {
     pub fn snapshot_absent(&self, key: BucketKey, earliest: Offset) {
         tracing::info!(target: TARGET, "{}: {key}: no KV snapshot yet (nothing written, or the first snapshot is not taken yet), so it is read from its changelog at its earliest offset {earliest}",
             self.prefix
+        );
+    }
+
+    /// A schema version seen for the first time (columns added while reading).
+    pub fn schema_changed(&self, change: &Change) {
+        tracing::info!(target: TARGET, "{}: schema changed from id {} to id {}: columns added: {}; rows of schema {} carry them from now on",
+            self.prefix,
+            change.from,
+            change.to,
+            change.added.join(", "),
+            change.to
         );
     }
 

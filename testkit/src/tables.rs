@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fluss::client::FlussAdmin;
 use fluss::metadata::{
-    DataTypes, PartitionInfo, PartitionSpec, Schema, TableDescriptor, TableInfo, TablePath,
+    AddColumn, AlterTableChanges, ColumnPositionType, DataType, DataTypes, JsonSerde,
+    PartitionInfo, PartitionSpec, Schema, TableDescriptor, TableInfo, TablePath,
 };
 use fluss::row::GenericRow;
 use fluss::rpc::message::OffsetSpec;
@@ -268,4 +269,69 @@ pub fn sample_name(id: i64) -> String {
 /// The `amount` column of [`sample_row`].
 pub fn sample_amount(id: i64) -> f64 {
     id as f64 * 1.5
+}
+
+/// `ALTER TABLE path ADD COLUMN name data_type` (appended, as Fluss 0.9 allows); `Err` holds
+/// the server's refusal.
+pub async fn add_column(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    name: &str,
+    data_type: DataType,
+) -> Result<(), String> {
+    alter(admin, path, add_column_change(name, data_type)).await
+}
+
+/// The change that appends column `name` of `data_type`.
+pub fn add_column_change(name: &str, data_type: DataType) -> AlterTableChanges {
+    let json = data_type
+        .serialize_json()
+        .and_then(|value| {
+            serde_json::to_vec(&value).map_err(|e| fluss::error::Error::JsonSerdeError {
+                message: e.to_string(),
+            })
+        })
+        .expect("a data type serialises to JSON");
+    AlterTableChanges {
+        add_columns: vec![AddColumn {
+            column_name: name.to_owned(),
+            data_type_json: json,
+            comment: None,
+            position: ColumnPositionType::Last,
+        }],
+        ..Default::default()
+    }
+}
+
+/// Applies `changes` to `path`; `Err` holds the server's refusal.
+pub async fn alter(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    changes: AlterTableChanges,
+) -> Result<(), String> {
+    admin
+        .alter_table(path, false, changes)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Waits until the schema id of `path` is `id`.
+pub async fn wait_schema_id(admin: &FlussAdmin, path: &TablePath, id: i32) {
+    poll_until(
+        READY_TIMEOUT,
+        READY_INTERVAL,
+        "the new schema id",
+        || async {
+            let info = admin
+                .get_table_info(path)
+                .await
+                .map_err(|e| e.to_string())?;
+            if info.get_schema_id() == id {
+                Ok(())
+            } else {
+                Err(format!("schema id {}", info.get_schema_id()))
+            }
+        },
+    )
+    .await;
 }

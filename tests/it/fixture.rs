@@ -101,6 +101,8 @@ pub struct Received {
     pub payload: Value,
     /// `fluss_row_count` (Arrow IPC messages).
     pub row_count: Option<i64>,
+    /// `fluss_schema_id` (when `headers` names it).
+    pub schema_id: Option<i32>,
     /// The payload bytes as sent (key order is part of the contract; `Value` sorts keys).
     pub raw: Vec<u8>,
 }
@@ -138,6 +140,7 @@ fn decode(batch: &Batch) -> Vec<Received> {
                     Value::Null
                 },
                 row_count: header(headers, "fluss_row_count").map(|c| c.as_i64().unwrap()),
+                schema_id: header(headers, "fluss_schema_id").map(|c| c.as_i32().unwrap()),
                 raw: m.payload.clone(),
             }
         })

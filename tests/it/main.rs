@@ -23,5 +23,6 @@ mod pruning;
 mod regions;
 mod runtime_payloads;
 mod scale_out;
+mod schema_changes;
 mod snapshots;
 mod table_changes;

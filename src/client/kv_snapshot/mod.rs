@@ -8,13 +8,15 @@
 //! - [`lease`]: the lease that keeps its files on remote storage while it is read;
 //! - [`credentials`]: what an object store holding the files needs, from Fluss;
 //! - [`files`]: its files copied into a local directory, removed when dropped;
-//! - [`rows`]: those files opened read-only, decoded into Arrow batches by schema id.
+//! - [`rows`]: those files opened read-only, decoded into Arrow batches by schema id;
+//! - [`versions`]: rows of each schema version shown in the newest.
 
 pub mod credentials;
 pub mod files;
 pub mod latest;
 pub mod lease;
 pub mod rows;
+pub mod versions;
 
 use std::sync::Arc;
 use std::time::Instant;

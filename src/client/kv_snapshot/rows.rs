@@ -1,20 +1,22 @@
 //! A bucket's KV snapshot files opened read-only with RocksDB and read in key order, a
 //! bounded batch at a time. Each value is a 2-byte little-endian schema id followed by the
-//! row in the table's KV format (COMPACTED); rows are decoded into Arrow batches of the
-//! scanned columns, as the changelog's batches are.
+//! row in the table's KV format (COMPACTED); each row is decoded by its own schema version
+//! and shown in the target version ([`super::versions`]), into Arrow batches of the scanned
+//! columns, as the changelog's batches are.
 //!
 //! The iterator is not kept between batches (it would borrow the database): each batch
 //! seeks past the last key of the previous one, which RocksDB does in microseconds.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use fluss::metadata::{KvFormat, RowType};
 use fluss::record::RowAppendRecordBatchBuilder;
-use fluss::row::{RowDecoder, RowDecoderFactory};
 use rocksdb::{Options, DB};
 
 use super::files::LocalCopy;
+use super::versions::Versions;
 use super::RowBatches;
 use crate::client::table::Table;
 use crate::error::{Error, Result};
@@ -26,27 +28,47 @@ const SCHEMA_ID_BYTES: usize = 2;
 /// How a table's KV values are laid out and which of their columns are read.
 #[derive(Debug, Clone)]
 pub struct Layout {
-    /// The table's row type (every column, as the values hold them).
+    /// The row type rows are shown in (every column of the target version).
     pub row_type: RowType,
     /// The values' format.
     pub kv_format: KvFormat,
-    /// The schema id values of `row_type` carry.
+    /// The schema id of `row_type`.
     pub schema_id: i16,
+    /// Every column of each schema version values may carry, by id (`row_type`'s among them).
+    pub versions: BTreeMap<i16, RowType>,
     /// The columns read (`None` = all), as the changelog's batches hold them.
     pub projection: Option<Vec<usize>>,
 }
 
 impl Layout {
-    /// The layout of `table` as of open.
+    /// The layout of `table` with the schema versions it knows: rows shown in the newest (or
+    /// with `columns`, in the open-time version, which the projection indexes).
     pub fn of(table: &Table) -> Self {
+        let id16 = |id: i32| i16::try_from(id).unwrap_or(i16::MAX);
+        let (schema_id, row_type) = table.schemas.target().unwrap_or_else(|| {
+            (
+                table.info.get_schema_id(),
+                table.info.get_row_type().clone(),
+            )
+        });
+        let mut versions: BTreeMap<i16, RowType> = table
+            .schemas
+            .row_types()
+            .into_iter()
+            .map(|(id, row_type)| (id16(id), row_type))
+            .collect();
+        versions
+            .entry(id16(schema_id))
+            .or_insert_with(|| row_type.clone());
         Self {
-            row_type: table.info.get_row_type().clone(),
+            row_type,
             kv_format: table
                 .info
                 .get_table_config()
                 .get_kv_format()
                 .unwrap_or(KvFormat::COMPACTED),
-            schema_id: i16::try_from(table.info.get_schema_id()).unwrap_or(i16::MAX),
+            schema_id: id16(schema_id),
+            versions,
             projection: table.projection.clone(),
         }
     }
@@ -60,7 +82,7 @@ pub struct KvRows {
     copy: LocalCopy,
     row_type: RowType,
     schema_id: i16,
-    decoder: Arc<dyn RowDecoder>,
+    versions: Versions,
     projection: Option<Vec<usize>>,
     batch_rows: usize,
     /// The last key read: the next batch starts after it (`None`: from the first key).
@@ -86,15 +108,19 @@ impl KvRows {
         };
         let db = DB::open_for_read_only(&Options::default(), copy.dir(), false)
             .map_err(|e| corrupt(e.into_string()))?;
-        let decoder = RowDecoderFactory::create(layout.kv_format, layout.row_type.clone())
-            .map_err(|e| corrupt(e.to_string()))?;
+        let versions = Versions::new(
+            layout.kv_format,
+            &layout.versions,
+            layout.row_type.fields().len(),
+        )
+        .map_err(|e| corrupt(e.to_string()))?;
         Ok(Self {
             key,
             db,
             copy,
             row_type: layout.row_type.clone(),
             schema_id: layout.schema_id,
-            decoder,
+            versions,
             projection: layout.projection.clone(),
             batch_rows: batch_rows.max(1),
             last_key: None,
@@ -178,16 +204,16 @@ impl RowBatches for KvRows {
                 return Err(self.corrupt(format!("a value of {} bytes", value.len())));
             };
             let id = i16::from_le_bytes(*id);
-            if id != self.schema_id {
+            let Some(row) = self.versions.decode(id, row) else {
                 return Err(Error::SnapshotSchema {
                     key: self.key,
                     found: id,
                     expected: self.schema_id,
                 });
-            }
-            builder
-                .append(&self.decoder.decode(row))
-                .map_err(|e| self.corrupt(e.to_string()))?;
+            };
+            let appended = builder.append(&row);
+            drop(row);
+            appended.map_err(|e| self.corrupt(e.to_string()))?;
             last.clear();
             last.extend_from_slice(key);
             rows += 1;
@@ -218,28 +244,46 @@ impl RowBatches for KvRows {
 
 #[cfg(test)]
 mod tests {
-    use arrow_array::{Array, Int64Array, StringArray};
+    use arrow_array::{Array, Int32Array, Int64Array, StringArray};
     use fluss::metadata::{DataField, DataTypes};
     use fluss::row::encode::{RowEncoder, RowEncoderFactory};
     use fluss::row::Datum;
 
     use super::*;
 
+    fn two_columns() -> RowType {
+        RowType::new(vec![
+            DataField::new("id", DataTypes::bigint(), None),
+            DataField::new("name", DataTypes::string(), None),
+        ])
+    }
+
     fn layout(projection: Option<Vec<usize>>) -> Layout {
         Layout {
-            row_type: RowType::new(vec![
-                DataField::new("id", DataTypes::bigint(), None),
-                DataField::new("name", DataTypes::string(), None),
-            ]),
+            row_type: two_columns(),
             kv_format: KvFormat::COMPACTED,
             schema_id: 1,
+            versions: BTreeMap::from([(1, two_columns())]),
             projection,
         }
+    }
+
+    /// Schema 2 adds a nullable `extra` INT to schema 1.
+    fn three_columns() -> RowType {
+        let mut fields = two_columns().fields().clone();
+        fields.push(DataField::new("extra", DataTypes::int(), None));
+        RowType::new(fields)
     }
 
     /// A RocksDB database of `rows` rows (`id`, `name-<id>`) as Fluss writes its KV store:
     /// each value is the schema id (little endian) and the COMPACTED row.
     fn database(rows: i64, schema_id: i16) -> LocalCopy {
+        database_of(rows, |_| schema_id)
+    }
+
+    /// Like [`database`], row `id` written with schema `schema_of(id)` (2: `extra = id * 10`).
+    fn database_of(rows: i64, schema_of: impl Fn(i64) -> i16) -> LocalCopy {
+        let schema_id = schema_of(0) * 100 + schema_of(1) * 10 + schema_of(rows - 1);
         let dir = std::env::temp_dir().join(format!(
             "kv-rows-test-{}-{rows}-{schema_id}-{:?}",
             std::process::id(),
@@ -250,13 +294,20 @@ mod tests {
             let mut options = Options::default();
             options.create_if_missing(true);
             let db = DB::open(&options, &dir).unwrap();
-            let mut encoder =
-                RowEncoderFactory::create(KvFormat::COMPACTED, layout(None).row_type).unwrap();
+            let mut old = RowEncoderFactory::create(KvFormat::COMPACTED, two_columns()).unwrap();
+            let mut new = RowEncoderFactory::create(KvFormat::COMPACTED, three_columns()).unwrap();
             for id in 0..rows {
+                let schema_id = schema_of(id);
+                let encoder = if schema_id == 2 { &mut new } else { &mut old };
                 encoder.start_new_row().unwrap();
                 encoder.encode_field(0, Datum::from(id)).unwrap();
                 let name = format!("name-{id}");
                 encoder.encode_field(1, Datum::from(name.as_str())).unwrap();
+                if schema_id == 2 {
+                    encoder
+                        .encode_field(2, Datum::from(id as i32 * 10))
+                        .unwrap();
+                }
                 let row = encoder.finish_row().unwrap();
                 let mut value = schema_id.to_le_bytes().to_vec();
                 value.extend_from_slice(&row);
@@ -324,6 +375,53 @@ mod tests {
             "a shorter snapshot skips what it has"
         );
         assert!(rows.next_batch().unwrap().is_none());
+    }
+
+    #[test]
+    fn rows_of_two_schema_versions_are_shown_in_the_newest_with_the_added_column_null() {
+        let versions = BTreeMap::from([(1, two_columns()), (2, three_columns())]);
+        let newest = Layout {
+            row_type: three_columns(),
+            schema_id: 2,
+            versions: versions.clone(),
+            ..layout(None)
+        };
+        let copy = database_of(6, |id| if id % 2 == 0 { 1 } else { 2 });
+        let mut rows = KvRows::open(&newest, BucketKey::bucket(0), copy, 4).unwrap();
+        let mut extra = Vec::new();
+        while let Some(batch) = rows.next_batch().unwrap() {
+            assert_eq!(batch.num_columns(), 3);
+            let column = batch
+                .column(2)
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .unwrap();
+            extra.extend(column.iter());
+        }
+        assert_eq!(
+            extra,
+            [None, Some(10), None, Some(30), None, Some(50)],
+            "old rows have the added column null"
+        );
+        // `columns` pins schema 1: rows of schema 2 are shown without the added column.
+        let pinned = Layout {
+            versions,
+            projection: Some(vec![1, 0]),
+            ..layout(None)
+        };
+        let copy = database_of(3, |id| if id == 1 { 2 } else { 1 });
+        let mut rows = KvRows::open(&pinned, BucketKey::bucket(0), copy, 4).unwrap();
+        let batch = rows.next_batch().unwrap().unwrap();
+        assert_eq!(batch.num_columns(), 2);
+        let names = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        assert_eq!(
+            names.iter().collect::<Vec<_>>(),
+            [Some("name-0"), Some("name-1"), Some("name-2")]
+        );
     }
 
     #[test]

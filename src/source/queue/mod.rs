@@ -409,7 +409,7 @@ mod tests {
                     break;
                 }
                 let payload = format!("{}/{}", bucket.key().bucket, record.offset()).into_bytes();
-                batch.push(bucket.row(record.offset(), 0, None, payload));
+                batch.push(bucket.row(record.offset(), 0, None, 1, payload));
                 consumed += 1;
             }
             Ok(consumed)
