@@ -13,3 +13,4 @@ mod log_json;
 mod metrics;
 mod nack_storm;
 mod per_key_order;
+mod snapshot;
