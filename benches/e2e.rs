@@ -195,49 +195,6 @@ fn bytes_under(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
-/// Waits until the latest KV snapshot of every bucket of `path` holds all of its changes (its
-/// log offset is the bucket's high watermark), so a snapshot mode reads no changelog.
-async fn kv_snapshots_caught_up(cluster: &Cluster, path: &TablePath) {
-    let conn = fluss::client::FlussConnection::new(cluster.config())
-        .await
-        .expect("connect");
-    let admin = conn.get_admin().expect("admin");
-    let buckets: Vec<i32> = (0..3).collect();
-    let started = Instant::now();
-    loop {
-        let ends = admin
-            .list_offsets(path, &buckets, fluss::rpc::message::OffsetSpec::Latest)
-            .await
-            .expect("list_offsets");
-        let latest = admin
-            .get_latest_kv_snapshots(path, None)
-            .await
-            .expect("get_latest_kv_snapshots");
-        let behind = buckets
-            .iter()
-            .filter(|bucket| {
-                !latest.latest_snapshots.iter().any(|s| {
-                    s.bucket_id == **bucket
-                        && s.snapshot_id.is_some()
-                        && s.log_offset == ends.get(bucket).copied()
-                })
-            })
-            .count();
-        if behind == 0 {
-            eprintln!(
-                "KV snapshots of {path} caught up after {:.1?}",
-                started.elapsed()
-            );
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(1800),
-            "{behind} buckets' KV snapshots still behind after 30 minutes"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(at) = args.iter().position(|a| a == "--child") {
@@ -277,7 +234,7 @@ fn main() {
         .iter()
         .any(|(mode, _, _)| mode.starts_with("snapshot"))
     {
-        runtime().block_on(kv_snapshots_caught_up(cluster, &pk));
+        runtime().block_on(common::kv_snapshots_caught_up(cluster, &pk));
     }
     // Rounds of every mode in turn, so a slow patch of the shared machine hits all modes alike;
     // each figure is the median over the rounds.
