@@ -61,11 +61,21 @@ fn through_plugin(config: serde_json::Value, rows: usize) -> usize {
     let instance = harness.open(&config.to_string(), None).expect("open");
     assert_eq!(instance.start(), 0);
     let mut seen = 0usize;
+    let mut progress = Instant::now();
     while seen < rows {
         let Some(batch) = instance.next_batch(Duration::from_secs(60)) else {
             panic!("no batch for 60 s after {seen} rows");
         };
-        seen += common::rows_in_batch(&batch.messages);
+        let n = common::rows_in_batch(&batch.messages);
+        if n > 0 {
+            progress = Instant::now();
+        }
+        assert!(
+            progress.elapsed() < Duration::from_secs(60),
+            "no rows for 60 s after {seen} rows (batches of {} messages)",
+            batch.messages.messages.len()
+        );
+        seen += n;
         assert_eq!(instance.ack(&batch), 0);
     }
     instance.close();
@@ -241,13 +251,15 @@ fn main() {
     let mut runs: Vec<Vec<(f64, f64, f64, f64)>> = vec![Vec::new(); modes.len()];
     for _ in 0..repeat {
         for (i, (mode, table, n)) in modes.iter().enumerate() {
-            runs[i].push(run_child(
-                &exe,
-                mode,
-                cluster.bootstrap(),
-                table.table(),
-                *n,
-            ));
+            let run = run_child(&exe, mode, cluster.bootstrap(), table.table(), *n);
+            eprintln!(
+                "{mode}: {} rows in {:.2} s, peak RSS {:.1} MiB, peak disk {:.1} MiB",
+                run.0,
+                run.1,
+                run.2 / 1024.0,
+                run.3 / (1 << 20) as f64
+            );
+            runs[i].push(run);
         }
     }
     let median = |values: &mut Vec<f64>| {

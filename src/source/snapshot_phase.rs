@@ -18,6 +18,7 @@ use crate::client::kv_snapshot::rows::{KvRows, Layout};
 use crate::client::kv_snapshot::{files, latest, Opened};
 use crate::client::offsets;
 use crate::client::table::Table;
+use crate::config::options::PayloadFormat;
 use crate::error::{Error, Fault, Result};
 use crate::position::{BucketKey, Offset, Position, Positions, Resume};
 
@@ -184,7 +185,13 @@ impl FlussSource {
         let (disk_bytes, taken_at) = (copy.bytes, copy.log_offset);
         self.telemetry
             .snapshot_copied(key, snapshot, disk_bytes, copy.dir(), started.elapsed());
-        let batch_rows = self.config.batch_size.clamp(256, 16_384);
+        // JSON: a read batch per `batch_size` messages. Arrow IPC: `batch_size` counts
+        // messages of many rows each, so read the most rows at once (one message each, or
+        // fewer rows where `max_batch_bytes` cuts it).
+        let batch_rows = match self.config.payload_format {
+            PayloadFormat::Json => self.config.batch_size.clamp(256, 16_384),
+            PayloadFormat::ArrowIpc => 16_384,
+        };
         let mut rows = KvRows::open(&Layout::of(&self.table), key, copy, batch_rows)?;
         let skipped = rows.skip(skip)?;
         Ok(Opened {
