@@ -37,6 +37,16 @@ fn full(bootstrap: &str, table: &str, extra: Value) -> Value {
     c
 }
 
+/// The log lines at `level` since line `since` that hold every one of `needles`.
+fn lines_with(since: usize, level: Level, needles: &[&str]) -> Vec<String> {
+    logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.level == level && needles.iter().all(|n| l.message.contains(n)))
+        .map(|l| l.message)
+        .collect()
+}
+
 fn replay_json(events: &[Received]) -> TableState {
     replay(events.iter().map(|m| &m.payload))
 }
@@ -328,17 +338,15 @@ fn a_cut_changelog_with_on_offset_out_of_range_snapshot_is_read_again_from_its_k
     let mut s =
         Stream::open(&config(cluster.bootstrap(), path.table()), Some(state)).expect("reopen");
     s.read(usize::MAX, IDLE, Answer::AckAll);
-    let warns: Vec<String> = logs()
-        .into_iter()
-        .skip(since)
-        .filter(|l| {
-            l.level == Level::Warn
-                && l.message.contains(path.table())
-                && l.message.contains("is not on the server any more")
-                && l.message.contains("on_offset_out_of_range = \"snapshot\"")
-        })
-        .map(|l| l.message)
-        .collect();
+    let warns = lines_with(
+        since,
+        Level::Warn,
+        &[
+            path.table(),
+            "is not on the server any more",
+            "on_offset_out_of_range = \"snapshot\"",
+        ],
+    );
     assert_eq!(warns.len(), 2, "one WARN line per bucket: {warns:#?}");
     // What the consumer sees: a new run of snapshot events (every live key once), then the
     // changelog from the snapshot's offset.
@@ -651,16 +659,16 @@ fn a_bucket_without_a_kv_snapshot_reads_its_changelog_from_the_earliest_offset()
     s.read(1, Duration::from_secs(3), Answer::AckAll);
     rt().block_on(apply_script(&conn, &path, &script(600, KEYS, 5), None));
     s.read(usize::MAX, IDLE, Answer::AckAll);
-    let absent = logs()
-        .into_iter()
-        .skip(since)
-        .filter(|l| {
-            l.level == Level::Info
-                && l.message.contains(path.table())
-                && l.message.contains("no KV snapshot yet")
-                && l.message.contains("at its earliest offset 0")
-        })
-        .count();
+    let absent = lines_with(
+        since,
+        Level::Info,
+        &[
+            path.table(),
+            "no KV snapshot yet",
+            "at its earliest offset 0",
+        ],
+    )
+    .len();
     assert_eq!(absent, 2, "one INFO line per bucket");
     assert!(
         s.acked.iter().all(|m| op(m) != "r"),
