@@ -5,16 +5,21 @@
 //! (d) a primary-key table's changelog as Debezium JSON,
 //! (e) the same table from its snapshot (`starting_offset = "full"`, Debezium `r` events),
 //! (f) the same snapshot as Arrow IPC,
-//! (g) (b) with the Prometheus endpoint on (`metrics_address`), for the cost of the metrics.
+//! (g) (b) with the Prometheus endpoint on (`metrics_address`), for the cost of the metrics,
+//! (h) the primary-key table's changelog as Arrow IPC (what (f) is compared with).
 //!
 //! Each measurement runs in its own child process (this binary with `--child MODE`) so that its
-//! peak RSS (VmHWM) is its own. Prints rows/s, the ratio to (a) and peak RSS per mode.
+//! peak RSS (VmHWM) is its own. Prints rows/s, the ratio to (a) and peak RSS per mode, and for
+//! the snapshot modes the peak bytes of KV snapshot files in their `snapshot_dir` (sampled
+//! every 20 ms). The snapshot modes first wait until every bucket's latest KV snapshot holds the
+//! whole table, so no row comes from the changelog.
 //!
 //! Run: `cargo build --release -p iggy_connector_fluss_source && cargo bench --bench e2e`.
 //! Sizes: `E2E_ROWS` (log table, default 2,000,000) and `E2E_PK_ROWS` (default 500,000);
 //! `E2E_REPEAT` rounds of all modes (default 3), each figure the median over the rounds.
 //! `FLUSS_BOOTSTRAP` reuses a running cluster instead of starting one. `E2E_MODES` (e.g.
-//! `debezium,snapshot,snapshot_ipc`) runs only the named modes.
+//! `debezium,snapshot,snapshot_ipc`) runs only the named modes (the primary-key ones alone:
+//! `E2E_MODES=debezium,changelog_ipc,snapshot,snapshot_ipc E2E_ROWS=0`).
 
 mod common;
 
@@ -56,11 +61,21 @@ fn through_plugin(config: serde_json::Value, rows: usize) -> usize {
     let instance = harness.open(&config.to_string(), None).expect("open");
     assert_eq!(instance.start(), 0);
     let mut seen = 0usize;
+    let mut progress = Instant::now();
     while seen < rows {
         let Some(batch) = instance.next_batch(Duration::from_secs(60)) else {
             panic!("no batch for 60 s after {seen} rows");
         };
-        seen += common::rows_in_batch(&batch.messages);
+        let n = common::rows_in_batch(&batch.messages);
+        if n > 0 {
+            progress = Instant::now();
+        }
+        assert!(
+            progress.elapsed() < Duration::from_secs(60),
+            "no rows for 60 s after {seen} rows (batches of {} messages)",
+            batch.messages.messages.len()
+        );
+        seen += n;
         assert_eq!(instance.ack(&batch), 0);
     }
     instance.close();
@@ -94,6 +109,8 @@ fn child(args: &[String]) {
         }
         c
     };
+    let snapshot_dir = std::env::temp_dir().join(format!("e2e-snapshots-{}", std::process::id()));
+    let disk = DiskPeak::watch(snapshot_dir.clone());
     let started = Instant::now();
     let seen = match mode {
         "bare" => {
@@ -113,8 +130,16 @@ fn child(args: &[String]) {
             rows,
         ),
         "debezium" => through_plugin(config(serde_json::json!({"batch_size": 5000})), rows),
+        "changelog_ipc" => through_plugin(
+            config(serde_json::json!({"payload_format": "arrow_ipc", "batch_size": 50})),
+            rows,
+        ),
         "snapshot" => through_plugin(
-            config(serde_json::json!({"batch_size": 5000, "starting_offset": "full"})),
+            config(serde_json::json!({
+                "batch_size": 5000,
+                "starting_offset": "full",
+                "snapshot_dir": snapshot_dir,
+            })),
             rows,
         ),
         "snapshot_ipc" => through_plugin(
@@ -122,16 +147,62 @@ fn child(args: &[String]) {
                 "payload_format": "arrow_ipc",
                 "batch_size": 50,
                 "starting_offset": "full",
+                "snapshot_dir": snapshot_dir,
             })),
             rows,
         ),
         other => panic!("unknown mode {other}"),
     };
     let secs = started.elapsed().as_secs_f64();
+    let disk = disk.stop();
+    let _ = std::fs::remove_dir_all(&snapshot_dir);
     println!(
-        "RESULT {mode} {seen} {secs:.3} {}",
+        "RESULT {mode} {seen} {secs:.3} {} {disk}",
         common::peak_rss_kib("self")
     );
+}
+
+/// The peak bytes of the files under a directory, sampled by a thread of its own.
+struct DiskPeak {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    sampler: std::thread::JoinHandle<u64>,
+}
+
+impl DiskPeak {
+    fn watch(dir: std::path::PathBuf) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sampler = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                let mut peak = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    peak = peak.max(bytes_under(&dir));
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                peak
+            }
+        });
+        Self { stop, sampler }
+    }
+
+    fn stop(self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.sampler.join().unwrap_or(0)
+    }
+}
+
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => bytes_under(&entry.path()),
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 fn main() {
@@ -156,6 +227,7 @@ fn main() {
         ("json_metrics", &log, rows),
         ("ipc", &log, rows),
         ("debezium", &pk, pk_rows),
+        ("changelog_ipc", &pk, pk_rows),
         ("snapshot", &pk, pk_rows),
         ("snapshot_ipc", &pk, pk_rows),
     ];
@@ -168,53 +240,67 @@ fn main() {
                 .is_none_or(|list| list.split(',').any(|m| m.trim() == *mode))
         })
         .collect();
+    if modes
+        .iter()
+        .any(|(mode, _, _)| mode.starts_with("snapshot"))
+    {
+        runtime().block_on(common::kv_snapshots_caught_up(cluster, &pk));
+    }
     // Rounds of every mode in turn, so a slow patch of the shared machine hits all modes alike;
     // each figure is the median over the rounds.
-    let mut runs: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); modes.len()];
+    let mut runs: Vec<Vec<(f64, f64, f64, f64)>> = vec![Vec::new(); modes.len()];
     for _ in 0..repeat {
         for (i, (mode, table, n)) in modes.iter().enumerate() {
-            runs[i].push(run_child(
-                &exe,
-                mode,
-                cluster.bootstrap(),
-                table.table(),
-                *n,
-            ));
+            let run = run_child(&exe, mode, cluster.bootstrap(), table.table(), *n);
+            eprintln!(
+                "{mode}: {} rows in {:.2} s, peak RSS {:.1} MiB, peak disk {:.1} MiB",
+                run.0,
+                run.1,
+                run.2 / 1024.0,
+                run.3 / (1 << 20) as f64
+            );
+            runs[i].push(run);
         }
     }
     let median = |values: &mut Vec<f64>| {
         values.sort_by(f64::total_cmp);
         values[values.len() / 2]
     };
-    let rate_of = |runs: &[(f64, f64, f64)]| median(&mut runs.iter().map(|r| r.0 / r.1).collect());
+    let rate_of =
+        |runs: &[(f64, f64, f64, f64)]| median(&mut runs.iter().map(|r| r.0 / r.1).collect());
     // Ratios are to the first mode run (the bare scanner unless `E2E_MODES` leaves it out).
     let bare_rate = rate_of(&runs[0]);
     println!("\n{repeat} rounds; medians per mode");
-    println!("mode         rows        seconds  rows/s      vs bare  peak RSS (highest)");
+    println!(
+        "mode          rows        seconds  rows/s      vs first peak RSS (highest)  peak disk"
+    );
     for ((mode, _, _), runs) in modes.iter().zip(&runs) {
         let rate = rate_of(runs);
         let secs = median(&mut runs.iter().map(|r| r.1).collect());
         let rss = median(&mut runs.iter().map(|r| r.2).collect());
         let highest = runs.iter().map(|r| r.2).fold(0.0, f64::max);
+        let disk = runs.iter().map(|r| r.3).fold(0.0, f64::max);
         println!(
-            "{mode:<12} {:<11} {secs:<8.2} {rate:<11.0} {:<8.2} {:.1} MiB ({:.1})",
+            "{mode:<13} {:<11} {secs:<8.2} {rate:<11.0} {:<8.2} {:.1} MiB ({:.1})  {:.1} MiB",
             runs[0].0,
             rate / bare_rate,
             rss / 1024.0,
-            highest / 1024.0
+            highest / 1024.0,
+            disk / (1 << 20) as f64
         );
     }
     println!("(debezium and snapshot* read the primary-key table; their ratios compare rates across tables)");
 }
 
-/// Runs one mode in a child process: (rows seen, seconds, peak RSS in KiB).
+/// Runs one mode in a child process: (rows seen, seconds, peak RSS in KiB, peak bytes in its
+/// `snapshot_dir`).
 fn run_child(
     exe: &std::path::Path,
     mode: &str,
     bootstrap: &str,
     table: &str,
     rows: usize,
-) -> (f64, f64, f64) {
+) -> (f64, f64, f64, f64) {
     let out = Command::new(exe)
         .args(["--child", mode, bootstrap, table, &rows.to_string()])
         .output()
@@ -229,5 +315,6 @@ fn run_child(
         f[2].parse().expect("rows"),
         f[3].parse().expect("secs"),
         f[4].parse().expect("rss"),
+        f[5].parse().expect("disk"),
     )
 }

@@ -13,6 +13,8 @@
 //! - `json_raw`: `payload_schema = "raw"` and `headers = "none"`, stream `schema = "raw"`;
 //! - `json_5000`: `batch_size = 5000` and the stream's `batch_length = 5000`;
 //! - `debezium`: a primary-key table's changelog as Debezium events;
+//! - `snapshot`: the same table from its KV snapshots (`starting_offset = "full"`, Debezium `r`
+//!   events), once every bucket's latest KV snapshot holds the whole table;
 //! - `ipc`, `ipc_lz4`, `ipc_zstd`: Arrow IPC (stream `schema = "raw"`) uncompressed and with
 //!   each `arrow_ipc_compression`, also against the bare fluss-rs batch scanner. With the
 //!   default 1,000,000 rows an IPC run lasts under a second (82 messages) and single rounds
@@ -365,6 +367,16 @@ fn shapes() -> Vec<ShapeSpec> {
             batch: Some(1000),
             literal_payload: true,
         },
+        ShapeSpec {
+            name: "snapshot",
+            baseline: false,
+            pk: true,
+            plugin: json!({"changelog_format": "debezium", "starting_offset": "full"}),
+            stream_schema: "json",
+            batch_length: None,
+            batch: Some(1000),
+            literal_payload: true,
+        },
     ]
     .into_iter()
     .chain(
@@ -496,6 +508,9 @@ fn main() {
     };
     let (log, pk) =
         tokio_runtime().block_on(common::load_tables(cluster, "runtime bench", rows, pk_rows));
+    if shapes.iter().any(|s| s.name.starts_with("snapshot")) {
+        tokio_runtime().block_on(common::kv_snapshots_caught_up(cluster, &pk));
+    }
 
     // Per shape: (plugin, ceiling) outcomes per round; bare scanner rates per round.
     let mut results: BTreeMap<&str, Vec<(Outcome, Outcome)>> = BTreeMap::new();
@@ -507,7 +522,7 @@ fn main() {
                 "bootstrap_servers": cluster.bootstrap(),
                 "database": tables::TEST_DATABASE,
                 "table": table.table(),
-                // Measures the changelog path (`full` snapshots are measured by benches/snapshot.rs).
+                // The changelog path; the `snapshot` shape sets `full`.
                 "starting_offset": "earliest",
             });
             let object = config.as_object_mut().expect("object");

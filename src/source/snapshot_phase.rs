@@ -19,6 +19,7 @@ use crate::client::kv_snapshot::{files, latest, Opened};
 use crate::client::offsets;
 use crate::client::schemas;
 use crate::client::table::Table;
+use crate::config::options::PayloadFormat;
 use crate::error::{Error, Fault, Result};
 use crate::position::{BucketKey, Offset, Position, Positions, Resume};
 
@@ -136,38 +137,51 @@ impl FlussSource {
         resume: Option<Resume>,
     ) -> Result<Option<Opened>> {
         let started = Instant::now();
-        // The same snapshot as the attempt `resume` comes from, while the lease still has it.
-        let resumed = match resume {
-            Some(resume) => {
-                let held = self
-                    .lease
-                    .acquire(&self.table, key, resume.snapshot)
-                    .await?;
-                if !held {
-                    self.telemetry.warn(&format!(
-                        "{key}: KV snapshot {} is gone (its lease expired or Fluss deleted it) after {} of its rows were handed over; the bucket's snapshot starts over from its newest KV snapshot, and its changelog continues where the first attempt's did",
-                        resume.snapshot, resume.rows
-                    ));
+        // The same snapshot as the attempt `resume` comes from, while Fluss still has it.
+        if let Some(resume) = resume {
+            let gone = if self
+                .lease
+                .acquire(&self.table, key, resume.snapshot)
+                .await?
+            {
+                match self.open(key, resume.snapshot, resume.rows, started).await {
+                    // The lease was granted, but Fluss had already deleted the snapshot.
+                    Err(error) if snapshot_not_found(&error) => true,
+                    result => return result.map(Some),
                 }
-                held.then_some(resume)
+            } else {
+                true
+            };
+            if gone {
+                self.telemetry.warn(&format!(
+                    "{key}: KV snapshot {} is gone (its lease expired or Fluss deleted it) after {} of its rows were handed over; the bucket's snapshot starts over from its newest KV snapshot, and its changelog continues where the first attempt's did",
+                    resume.snapshot, resume.rows
+                ));
             }
-            None => None,
+        }
+        let Some(latest) = latest::latest(&self.table, key, self.buckets.partitions()).await?
+        else {
+            return Ok(None);
         };
-        let (snapshot, skip) = match resumed {
-            Some(resume) => (resume.snapshot, resume.rows),
-            None => {
-                let Some(latest) =
-                    latest::latest(&self.table, key, self.buckets.partitions()).await?
-                else {
-                    return Ok(None);
-                };
-                if !self.lease.acquire(&self.table, key, latest.id).await? {
-                    // Replaced by a newer snapshot between the listing and the lease.
-                    return Err(Error::SnapshotUnanswered { key });
-                }
-                (latest.id, 0)
-            }
-        };
+        if !self.lease.acquire(&self.table, key, latest.id).await? {
+            // Replaced by a newer snapshot between the listing and the lease.
+            return Err(Error::SnapshotUnanswered { key });
+        }
+        match self.open(key, latest.id, 0, started).await {
+            // Deleted between the listing and the copy: the next attempt lists it anew.
+            Err(error) if snapshot_not_found(&error) => Err(Error::SnapshotUnanswered { key }),
+            result => result.map(Some),
+        }
+    }
+
+    /// Copies KV snapshot `snapshot` of `key` (leased) and opens it past its first `skip` rows.
+    async fn open(
+        &mut self,
+        key: BucketKey,
+        snapshot: fluss::SnapshotId,
+        skip: u64,
+        started: Instant,
+    ) -> Result<Opened> {
         let root = &self.config.snapshot_dir;
         let owner = self.lease.id();
         let credentials = &mut self.remote_credentials;
@@ -175,7 +189,13 @@ impl FlussSource {
         let (disk_bytes, taken_at) = (copy.bytes, copy.log_offset);
         self.telemetry
             .snapshot_copied(key, snapshot, disk_bytes, copy.dir(), started.elapsed());
-        let batch_rows = self.config.batch_size.clamp(256, 16_384);
+        // JSON: a read batch per `batch_size` messages. Arrow IPC: `batch_size` counts
+        // messages of many rows each, so read the most rows at once (one message each, or
+        // fewer rows where `max_batch_bytes` cuts it).
+        let batch_rows = match self.config.payload_format {
+            PayloadFormat::Json => self.config.batch_size.clamp(256, 16_384),
+            PayloadFormat::ArrowIpc => 16_384,
+        };
         // The snapshot may hold rows of versions no fetched batch showed yet.
         let changes = schemas::up_to_latest(&self.table).await?;
         self.schema_changed(&changes);
@@ -186,7 +206,7 @@ impl FlussSource {
         };
         let mut rows = KvRows::open(&layout, key, copy, batch_rows)?;
         let skipped = rows.skip(skip)?;
-        Ok(Some(Opened {
+        Ok(Opened {
             key,
             snapshot_id: Some(snapshot),
             rows: Box::new(rows),
@@ -197,7 +217,7 @@ impl FlussSource {
             exact: true,
             disk_bytes,
             skipped,
-        }))
+        })
     }
 
     /// After a drain: gives back the leases of the snapshots handed over, and sends the
@@ -234,4 +254,10 @@ async fn earliest(table: &Table, key: BucketKey, names: &PartitionNames) -> Resu
         .get(&key)
         .copied()
         .ok_or(Error::SnapshotUnanswered { key })
+}
+
+/// Whether `error` says the coordinator no longer knows the KV snapshot asked for.
+fn snapshot_not_found(error: &Error) -> bool {
+    matches!(error, Error::Fluss { cause, .. }
+        if cause.api_error() == Some(fluss::error::FlussError::KvSnapshotNotExist))
 }

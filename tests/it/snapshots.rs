@@ -37,6 +37,16 @@ fn full(bootstrap: &str, table: &str, extra: Value) -> Value {
     c
 }
 
+/// The log lines at `level` since line `since` that hold every one of `needles`.
+fn lines_with(since: usize, level: Level, needles: &[&str]) -> Vec<String> {
+    logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.level == level && needles.iter().all(|n| l.message.contains(n)))
+        .map(|l| l.message)
+        .collect()
+}
+
 fn replay_json(events: &[Received]) -> TableState {
     replay(events.iter().map(|m| &m.payload))
 }
@@ -116,6 +126,15 @@ async fn offsets(conn: &FlussConnection, path: &TablePath, spec: OffsetSpec) -> 
 /// 200 keys were written and whose log start then expired past all of their changes; then
 /// keys 200..400 were written, ids 0..20 updated and ids 20..30 deleted.
 fn truncated_table() -> (Cluster, TablePath, TableState) {
+    let (cluster, path, expected, ()) = truncated_table_with(|_, _| ());
+    (cluster, path, expected)
+}
+
+/// [`truncated_table`], calling `midway` (with the cluster's bootstrap servers and the table)
+/// once the first 100 keys are written; returns what it returned too.
+fn truncated_table_with<T>(
+    midway: impl FnOnce(&str, &TablePath) -> T,
+) -> (Cluster, TablePath, TableState, T) {
     let cluster = Cluster::start(ClusterOptions {
         conf: vec![
             ("log.segment.file-size".into(), "1kb".into()),
@@ -126,18 +145,23 @@ fn truncated_table() -> (Cluster, TablePath, TableState) {
         ..ClusterOptions::default()
     });
     let path = unique_table("snap_truncated");
+    let conn = rt().block_on(async {
+        let conn = cluster.connection().await;
+        let admin = conn.get_admin().unwrap();
+        let descriptor = TableDescriptor::builder()
+            .schema(tables::sample_pk_schema())
+            .distributed_by(Some(2), vec!["id".to_string()])
+            .property("table.log.ttl", "1s")
+            .build()
+            .expect("descriptor");
+        tables::create_table(&admin, &path, &descriptor).await;
+        upserts(&conn, &path, 0..100, "first", 10).await;
+        conn
+    });
+    let midway = midway(cluster.bootstrap(), &path);
     let expected =
         rt().block_on(async {
-            let conn = cluster.connection().await;
-            let admin = conn.get_admin().unwrap();
-            let descriptor = TableDescriptor::builder()
-                .schema(tables::sample_pk_schema())
-                .distributed_by(Some(2), vec!["id".to_string()])
-                .property("table.log.ttl", "1s")
-                .build()
-                .expect("descriptor");
-            tables::create_table(&admin, &path, &descriptor).await;
-            upserts(&conn, &path, 0..200, "first", 20).await;
+            upserts(&conn, &path, 100..200, "first", 10).await;
             let first_end = offsets(&conn, &path, OffsetSpec::Latest).await;
             upserts(&conn, &path, 200..400, "second", 20).await;
             upserts(&conn, &path, 0..20, "updated", 4).await;
@@ -166,7 +190,7 @@ fn truncated_table() -> (Cluster, TablePath, TableState) {
             );
             lookup_all_on(&cluster, &path, 400, &[None]).await
         });
-    (cluster, path, expected)
+    (cluster, path, expected, midway)
 }
 
 #[test]
@@ -288,6 +312,89 @@ fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() 
     assert_eq!(kinds, HashSet::from(["insert".to_owned()]));
 }
 
+#[test]
+fn a_cut_changelog_with_on_offset_out_of_range_snapshot_is_read_again_from_its_kv_snapshot() {
+    let config = |bootstrap: &str, table: &str| {
+        full(
+            bootstrap,
+            table,
+            json!({"on_offset_out_of_range": "snapshot", "batch_size": 100}),
+        )
+    };
+    // A consumer that read the first 100 keys and stopped; retention then removed the rest of
+    // their changes and more (deletes of ids 20..30 included) before it came back.
+    let (cluster, path, expected, (before, state)) = truncated_table_with(|bootstrap, path| {
+        let mut s = Stream::open(&config(bootstrap, path.table()), None).expect("open");
+        s.read(100, IDLE, Answer::AckAll);
+        let before = std::mem::take(&mut s.acked);
+        (before, s.close().expect("state"))
+    });
+    assert_eq!(
+        replay_json(&before).len(),
+        100,
+        "the first run read 100 keys"
+    );
+    let since = logs().len();
+    let mut s =
+        Stream::open(&config(cluster.bootstrap(), path.table()), Some(state)).expect("reopen");
+    s.read(usize::MAX, IDLE, Answer::AckAll);
+    let warns = lines_with(
+        since,
+        Level::Warn,
+        &[
+            path.table(),
+            "is not on the server any more",
+            "on_offset_out_of_range = \"snapshot\"",
+        ],
+    );
+    assert_eq!(warns.len(), 2, "one WARN line per bucket: {warns:#?}");
+    // What the consumer sees: a new run of snapshot events (every live key once), then the
+    // changelog from the snapshot's offset.
+    let reads: Vec<&Received> = s.acked.iter().filter(|m| op(m) == "r").collect();
+    let read_keys: HashSet<i64> = reads
+        .iter()
+        .map(|m| m.payload["after"]["id"].as_i64().expect("id"))
+        .collect();
+    assert_eq!(reads.len(), read_keys.len(), "each key once in the new run");
+    assert_eq!(
+        read_keys,
+        expected.keys().map(|k| k.0).collect::<HashSet<i64>>(),
+        "the new run of snapshot events holds every live key"
+    );
+    let mut taken_at: std::collections::HashMap<i32, i64> = Default::default();
+    for m in &s.acked {
+        if op(m) == "r" {
+            taken_at.insert(m.bucket, m.offset);
+        } else {
+            let at = taken_at.get(&m.bucket).copied();
+            assert!(
+                at.is_some_and(|at| m.offset >= at),
+                "bucket {}: change at offset {} before or below its snapshot ({at:?})",
+                m.bucket,
+                m.offset
+            );
+        }
+    }
+    // A consumer applying both runs per key ends with the table's rows; keys deleted in the
+    // range retention removed stay with it (README: like Debezium's `when_needed`).
+    let both: Vec<Received> = before
+        .into_iter()
+        .chain(std::mem::take(&mut s.acked))
+        .collect();
+    let mut consumer = replay_json(&both);
+    let stale: Vec<i64> = consumer
+        .keys()
+        .filter(|k| !expected.contains_key(k))
+        .map(|k| k.0)
+        .collect();
+    assert!(
+        stale.iter().all(|id| (20..30).contains(id)),
+        "only keys deleted in the removed range stay with the consumer: {stale:?}"
+    );
+    consumer.retain(|k, _| expected.contains_key(k));
+    assert_eq!(consumer, expected, "every live key has the table's row");
+}
+
 /// The log offset of each bucket's latest KV snapshot (`None`: none yet), in bucket order.
 async fn kv_snapshot_offsets(
     conn: &FlussConnection,
@@ -402,24 +509,24 @@ fn writes_and_nacks_during_the_snapshots_still_replay_to_the_table() {
 }
 
 #[test]
-fn kill_9_during_the_snapshots_repeats_at_most_a_bucket_snapshot_and_a_batch() {
+fn kill_9_during_the_snapshots_repeats_at_most_the_batch_in_flight() {
     use crate::crashes::{stream_with_kills, Rng, KILLS};
     const KEYS: i64 = 6400;
     const BUCKETS: i32 = 16;
     const BATCH: usize = 100;
     let mut rng = Rng::from_time();
     let path = unique_table("snap_kills");
-    let expected = rt().block_on(async {
-        let conn = cluster().connection().await;
+    let conn = rt().block_on(cluster().connection());
+    rt().block_on(async {
         let admin = conn.get_admin().unwrap();
         tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), BUCKETS).await;
         upserts(&conn, &path, 0..KEYS, "v", 4).await;
         apply_script(&conn, &path, &script(2_000, KEYS, rng.next()), None).await;
-        lookup_all(&path, KEYS, &[None]).await
     });
-    // About 400 rows per bucket. A kill after fewer than two buckets' rows lets each run
-    // finish at most one bucket's snapshot (it first takes again the one it was killed in), so
-    // every run still has more lines to write than its kill waits for.
+    // Every bucket from its KV snapshot (about 400 rows each, 4 batches), so the kills hit
+    // snapshot reads.
+    kv_snapshots_taken(&conn, &path, None, BUCKETS as usize);
+    let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
     let runs = stream_with_kills(
         "snap_kills",
         &full(
@@ -427,20 +534,14 @@ fn kill_9_during_the_snapshots_repeats_at_most_a_bucket_snapshot_and_a_batch() {
             path.table(),
             json!({"batch_size": BATCH}),
         ),
-        (20, 700),
+        // At most 10 x 500 lines of the 6400: every run has more to write than its kill waits
+        // for.
+        (20, 500),
         &mut rng,
     );
     let is_read = |line: &crate::process::Line| line.payload["op"] == "r";
-    // Keys per bucket, as their snapshots delivered them: a kill may repeat one bucket's.
-    let mut bucket_keys: std::collections::HashMap<i64, HashSet<i64>> = Default::default();
-    for line in runs.all().filter(|l| is_read(l)) {
-        bucket_keys
-            .entry(line.bucket)
-            .or_default()
-            .insert(line.payload["after"]["id"].as_i64().expect("id"));
-    }
-    let largest = bucket_keys.values().map(HashSet::len).max().unwrap_or(0);
     let mut seen: HashSet<&str> = HashSet::new();
+    let mut repeats = Vec::new();
     for (run, lines) in runs.runs.iter().enumerate() {
         let mut this_run = HashSet::new();
         let mut changelog: std::collections::HashMap<i64, i64> = Default::default();
@@ -465,17 +566,23 @@ fn kill_9_during_the_snapshots_repeats_at_most_a_bucket_snapshot_and_a_batch() {
             }
         }
         let again = this_run.iter().filter(|id| seen.contains(*id)).count();
-        eprintln!(
-            "snapshot kills: run {run}: {} lines, {again} repeated",
-            lines.len()
-        );
+        repeats.push(again);
         assert!(
-            again <= largest + BATCH,
-            "run {run} repeated {again} messages, more than one bucket snapshot ({largest}) plus one batch ({BATCH})"
+            again <= BATCH,
+            "run {run} repeated {again} messages, more than the batch in flight ({BATCH}): a restart goes on after the last acknowledged snapshot row"
         );
         seen.extend(this_run);
     }
+    eprintln!("snapshot kills: messages repeated per run: {repeats:?} (batch_size {BATCH})");
     assert!(runs.runs.len() > KILLS, "{KILLS} kills and a last run");
+    assert!(
+        runs.runs[..KILLS]
+            .iter()
+            .filter(|lines| lines.iter().any(is_read))
+            .count()
+            >= KILLS / 2,
+        "most kills came while snapshot rows were delivered"
+    );
     assert_eq!(
         replay(runs.all().map(|l| &l.payload)),
         expected,
@@ -552,16 +659,16 @@ fn a_bucket_without_a_kv_snapshot_reads_its_changelog_from_the_earliest_offset()
     s.read(1, Duration::from_secs(3), Answer::AckAll);
     rt().block_on(apply_script(&conn, &path, &script(600, KEYS, 5), None));
     s.read(usize::MAX, IDLE, Answer::AckAll);
-    let absent = logs()
-        .into_iter()
-        .skip(since)
-        .filter(|l| {
-            l.level == Level::Info
-                && l.message.contains(path.table())
-                && l.message.contains("no KV snapshot yet")
-                && l.message.contains("at its earliest offset 0")
-        })
-        .count();
+    let absent = lines_with(
+        since,
+        Level::Info,
+        &[
+            path.table(),
+            "no KV snapshot yet",
+            "at its earliest offset 0",
+        ],
+    )
+    .len();
     assert_eq!(absent, 2, "one INFO line per bucket");
     assert!(
         s.acked.iter().all(|m| op(m) != "r"),
@@ -652,17 +759,154 @@ fn a_restart_mid_snapshot_goes_on_with_the_next_unacknowledged_batch_of_the_same
 }
 
 #[test]
+fn a_kv_snapshot_gone_before_a_restart_goes_on_is_started_over_from_the_newest_with_one_warn() {
+    const KEYS: i64 = 3000;
+    let path = unique_table("snap_gone");
+    let conn = rt().block_on(cluster().connection());
+    let admin = conn.get_admin().unwrap();
+    rt().block_on(async {
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), 2).await;
+        upserts(&conn, &path, 0..KEYS, "v", 10).await;
+    });
+    kv_snapshots_caught_up(&conn, &path);
+    let dir = std::env::temp_dir().join(format!("snap-gone-{}", path.table()));
+    let config = full(
+        cluster().bootstrap(),
+        path.table(),
+        json!({"batch_size": 256, "changelog_format": "flat", "snapshot_dir": dir}),
+    );
+    let since = logs().len();
+    let mut first = Stream::open(&config, None).expect("open");
+    first.read(1000, IDLE, Answer::AckAll);
+    let first_acked = std::mem::take(&mut first.acked);
+    let state = first.close();
+    // The KV snapshot bucket 0 was read from, and the lease that held it (named by the
+    // directory its files were copied into).
+    let copied = logs()
+        .into_iter()
+        .skip(since)
+        .find(|l| l.message.contains(path.table()) && l.message.contains("bucket 0: KV snapshot"))
+        .expect("bucket 0's snapshot was copied")
+        .message;
+    let snapshot: i64 = copied
+        .split("KV snapshot ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|id| id.parse().ok())
+        .expect("snapshot id");
+    let copy_dir = copied
+        .split("copied to ")
+        .nth(1)
+        .and_then(|rest| rest.split(" (").next())
+        .expect("copy dir");
+    let lease = std::path::Path::new(copy_dir)
+        .parent()
+        .and_then(|owner| owner.file_name())
+        .and_then(|name| name.to_str())
+        .expect("lease id")
+        .to_owned();
+    assert!(
+        first_acked.len() < KEYS as usize,
+        "the first run stopped mid-snapshot"
+    );
+    // The lease goes (as when it expires), and newer KV snapshots replace that one.
+    let table_id = rt().block_on(async {
+        admin.drop_kv_snapshot_lease(&lease).await.expect("drop");
+        admin.get_table_info(&path).await.expect("table").table_id
+    });
+    let mut round = 0;
+    rt().block_on(poll_until(
+        Duration::from_secs(90),
+        Duration::from_millis(500),
+        "the first run's KV snapshot of bucket 0 to be deleted",
+        || {
+            round += 1;
+            let version = format!("later{round}");
+            let (conn, admin, path) = (&conn, &admin, &path);
+            async move {
+                upserts(conn, path, 0..40, &version, 1).await;
+                match admin
+                    .get_kv_snapshot_metadata(table_id, None, 0, snapshot)
+                    .await
+                {
+                    Ok(_) => Err(format!("KV snapshot {snapshot} is still there")),
+                    Err(_) => Ok(()),
+                }
+            }
+        },
+    ));
+    let since = logs().len();
+    let mut second = Stream::open(&config, state).expect("reopen");
+    second.read(usize::MAX, IDLE, Answer::AckAll);
+    let lines: Vec<(Level, String)> = logs()
+        .into_iter()
+        .skip(since)
+        .filter(|l| l.message.contains(path.table()))
+        .map(|l| (l.level, l.message))
+        .collect();
+    let gone: Vec<&String> = lines
+        .iter()
+        .filter(|(level, l)| {
+            *level == Level::Warn
+                && l.contains(&format!("bucket 0: KV snapshot {snapshot} is gone"))
+                && l.contains("starts over from its newest KV snapshot")
+        })
+        .map(|(_, l)| l)
+        .collect();
+    assert_eq!(gone.len(), 1, "one WARN line: {lines:#?}");
+    assert!(
+        !lines.iter().any(|(level, _)| *level == Level::Error),
+        "no ERROR: {lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|(_, l)| l.contains("bucket 0: snapshot handed over") && l.contains("not exact")),
+        "the switch after a second snapshot is reported as not exact: {lines:#?}"
+    );
+    drop(conn);
+    let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
+    let all: Vec<Received> = first_acked
+        .into_iter()
+        .chain(std::mem::take(&mut second.acked))
+        .collect();
+    assert_eq!(
+        replay_json(&all),
+        expected,
+        "nothing lost: both runs replay to the table"
+    );
+    assert!(!dir.join(&lease).exists(), "the local copies are removed");
+}
+
+#[test]
 fn a_leader_killed_before_its_bucket_snapshot_is_retried_and_nothing_is_lost() {
+    // Buckets are snapshotted in order, about 300 rows each: after 100 messages bucket 2's
+    // snapshot has not started.
+    snapshot_with_a_leader_killed(2, "before");
+}
+
+#[test]
+fn a_leader_killed_while_its_bucket_snapshot_is_read_loses_nothing() {
+    // After 100 messages bucket 0's snapshot (about 300 rows) is being read.
+    snapshot_with_a_leader_killed(0, "while");
+}
+
+/// Streams a 3-bucket table of a replicated cluster from its snapshots, killing the leader of
+/// bucket `bucket` after 100 messages (`when` its snapshot is read: "before" or "while").
+fn snapshot_with_a_leader_killed(bucket: i32, when: &str) {
     const KEYS: i64 = 900;
     let cluster = Cluster::start(ClusterOptions::replicated());
     let path = unique_table("snap_failover");
-    let expected = rt().block_on(async {
+    let conn = rt().block_on(async {
         let conn = cluster.connection().await;
         let admin = conn.get_admin().unwrap();
         tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), 3).await;
         upserts(&conn, &path, 0..KEYS, "v", 9).await;
-        lookup_all_on(&cluster, &path, KEYS, &[None]).await
+        conn
     });
+    kv_snapshots_taken(&conn, &path, None, 3);
+    drop(conn);
+    let expected = rt().block_on(lookup_all_on(&cluster, &path, KEYS, &[None]));
     assert_eq!(expected.len(), KEYS as usize);
     let since = logs().len();
     let mut s = Stream::open(
@@ -670,12 +914,32 @@ fn a_leader_killed_before_its_bucket_snapshot_is_retried_and_nothing_is_lost() {
         None,
     )
     .expect("open");
-    // Buckets are snapshotted in order, about 300 rows each: after 100 messages bucket 2's
-    // snapshot has not started; kill its leader.
     s.read(100, IDLE, Answer::AckAll);
+    let table_lines = || -> Vec<(Level, String)> {
+        logs()
+            .into_iter()
+            .skip(since)
+            .filter(|l| l.message.contains(path.table()))
+            .map(|l| (l.level, l.message))
+            .collect()
+    };
+    let started = |lines: &[(Level, String)], what: &str| {
+        lines
+            .iter()
+            .any(|(_, l)| l.contains(&format!("bucket {bucket}: snapshot {what}")))
+    };
+    let at_kill = table_lines();
+    assert_eq!(
+        (
+            started(&at_kill, "starts"),
+            started(&at_kill, "handed over")
+        ),
+        (when == "while", false),
+        "bucket {bucket}'s snapshot {when} the kill: {at_kill:#?}"
+    );
     let killed = cluster
-        .bucket_leader(&path, None, 2)
-        .expect("bucket 2 has a leader");
+        .bucket_leader(&path, None, bucket)
+        .expect("the bucket has a leader");
     cluster.kill_tablet(killed);
     s.read(usize::MAX, Duration::from_secs(20), Answer::AckAll);
     cluster.start_tablet(killed);
@@ -683,14 +947,9 @@ fn a_leader_killed_before_its_bucket_snapshot_is_retried_and_nothing_is_lost() {
     assert_eq!(
         replay_json(&s.acked),
         expected,
-        "every key arrives although a leader died before its bucket's snapshot"
+        "every key arrives although a leader died {when} its bucket's snapshot"
     );
-    let lines: Vec<(Level, String)> = logs()
-        .into_iter()
-        .skip(since)
-        .filter(|l| l.message.contains(path.table()))
-        .map(|l| (l.level, l.message))
-        .collect();
+    let lines = table_lines();
     for bucket in 0..3 {
         assert!(
             lines
@@ -704,7 +963,7 @@ fn a_leader_killed_before_its_bucket_snapshot_is_retried_and_nothing_is_lost() {
         "a failover is not an ERROR: {lines:#?}"
     );
     eprintln!(
-        "snapshot failover: {} messages, WARN lines: {:#?}",
+        "snapshot failover ({when}): {} messages, WARN lines: {:#?}",
         s.acked.len(),
         lines
             .iter()

@@ -14,3 +14,4 @@ mod metrics;
 mod nack_storm;
 mod per_key_order;
 mod schema_changes;
+mod snapshot;

@@ -17,8 +17,8 @@ use crate::client::table::Table;
 use crate::error::{Error, Result};
 use crate::position::{BucketKey, Offset};
 
-/// Bytes read from remote storage per request.
-const CHUNK: u64 = 8 << 20;
+/// Bytes read from remote storage per request (held in memory while written to disk).
+const CHUNK: u64 = 1 << 20;
 /// How long one chunk may take.
 const CHUNK_TIMEOUT: Duration = Duration::from_secs(60);
 

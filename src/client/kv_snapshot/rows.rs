@@ -142,7 +142,7 @@ impl KvRows {
         }
         let mut skipped = 0;
         let mut last = Vec::new();
-        let mut iter = self.db.raw_iterator();
+        let mut iter = self.db.raw_iterator_opt(one_pass());
         iter.seek_to_first();
         while skipped < rows && iter.valid() {
             if let Some(key) = iter.key() {
@@ -177,6 +177,16 @@ impl KvRows {
     }
 }
 
+/// Read options of a single pass in key order: blocks read once are not kept in RocksDB's
+/// block cache (it would fill to its capacity, 8 MiB by default, whatever the batch size), and
+/// files are read ahead in large sequential reads.
+fn one_pass() -> rocksdb::ReadOptions {
+    let mut options = rocksdb::ReadOptions::default();
+    options.fill_cache(false);
+    options.set_readahead_size(2 << 20);
+    options
+}
+
 impl RowBatches for KvRows {
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         if self.done {
@@ -184,7 +194,7 @@ impl RowBatches for KvRows {
         }
         let mut builder = RowAppendRecordBatchBuilder::new(&self.row_type)
             .map_err(|e| self.corrupt(e.to_string()))?;
-        let mut iter = self.db.raw_iterator();
+        let mut iter = self.db.raw_iterator_opt(one_pass());
         match &self.last_key {
             Some(last) => {
                 iter.seek(last);

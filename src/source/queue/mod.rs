@@ -301,43 +301,51 @@ impl Buckets {
                 continue;
             };
             if let Some(snapshot) = entry.snapshot.as_mut() {
-                let rows = snapshot.chunk();
-                let consumed = match encoder.encode(snapshot.stamp(), &rows, batch) {
-                    Ok(consumed) => consumed,
-                    Err(error) => {
-                        self.turns.push_front(key);
-                        return Err(error);
+                // Read batch after read batch until the batch is full: a turn is not one read
+                // batch, or a snapshot would hand over one read batch per poll.
+                loop {
+                    let rows = snapshot.chunk();
+                    let consumed = match encoder.encode(snapshot.stamp(), &rows, batch) {
+                        Ok(consumed) => consumed,
+                        Err(error) => {
+                            self.turns.push_front(key);
+                            return Err(error);
+                        }
+                    };
+                    total += consumed;
+                    snapshot.advance(consumed);
+                    if let Some(last) = consumed.checked_sub(1).and_then(|i| rows.get(i)) {
+                        self.times.insert(key, last.timestamp());
                     }
-                };
-                total += consumed;
-                snapshot.advance(consumed);
-                if let Some(last) = consumed.checked_sub(1).and_then(|i| rows.get(i)) {
-                    self.times.insert(key, last.timestamp());
-                }
-                let (fetched, kept) = snapshot.take_counts();
-                self.snapshot_rows.0 += fetched;
-                self.snapshot_rows.1 += kept;
-                if let Some(error) = snapshot.failure() {
-                    // Its rows so far stay delivered; the bucket's snapshot is taken again
-                    // (it is still in its snapshot phase) and its changelog records go.
-                    entry.snapshot = None;
-                    entry.records = Vec::new();
-                    entry.next = 0;
-                    entry.end = None;
-                    self.failed.push((key, error));
-                    continue;
-                }
-                if let (Some(resume), Some(Position::Snapshot { floor, .. })) =
-                    (snapshot.resume(), positions.get(&key))
-                {
-                    let floor = *floor;
-                    let resume = Some(resume);
-                    positions.insert(key, Position::Snapshot { floor, resume });
-                }
-                if snapshot.is_done() {
-                    positions.insert(key, Position::At(snapshot.continue_at()));
-                    self.finished.push(snapshot.report);
-                    entry.snapshot = None;
+                    let (fetched, kept) = snapshot.take_counts();
+                    self.snapshot_rows.0 += fetched;
+                    self.snapshot_rows.1 += kept;
+                    if let Some(error) = snapshot.failure() {
+                        // Its rows so far stay delivered; the bucket's snapshot is taken again
+                        // (it is still in its snapshot phase) and its changelog records go.
+                        entry.snapshot = None;
+                        entry.records = Vec::new();
+                        entry.next = 0;
+                        entry.end = None;
+                        self.failed.push((key, error));
+                        break;
+                    }
+                    if let (Some(resume), Some(Position::Snapshot { floor, .. })) =
+                        (snapshot.resume(), positions.get(&key))
+                    {
+                        let floor = *floor;
+                        let resume = Some(resume);
+                        positions.insert(key, Position::Snapshot { floor, resume });
+                    }
+                    if snapshot.is_done() {
+                        positions.insert(key, Position::At(snapshot.continue_at()));
+                        self.finished.push(snapshot.report);
+                        entry.snapshot = None;
+                        break;
+                    }
+                    if consumed == 0 || batch.is_full() {
+                        break;
+                    }
                 }
                 if entry.is_waiting() {
                     self.turns.push_back(key);

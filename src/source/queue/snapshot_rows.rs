@@ -199,14 +199,19 @@ impl Snapshot {
     }
 
     /// Where a later attempt goes on once what was handed over so far is acknowledged: after
-    /// the batches handed over whole (the current one comes again). `None` for rows that do
-    /// not come from a KV snapshot, or before a batch was handed over whole.
+    /// the last row handed over, so a restart repeats only the batch in flight. With a
+    /// `filter`, after the read batches handed over whole (the current one comes again): a
+    /// row's index within the kept rows of its read batch is part of its message id, and only
+    /// a resume at a read batch's start reads the same batches again. `None` for rows that do
+    /// not come from a KV snapshot, or before anything was handed over.
     pub fn resume(&self) -> Option<Resume> {
         let snapshot = self.snapshot_id?;
-        (self.base > 0).then_some(Resume {
-            snapshot,
-            rows: self.base,
-        })
+        let rows = match self.filter {
+            // Unfiltered, a row's index in its batch is its index in the snapshot less `base`.
+            None if self.row.is_some() => self.base + self.next as u64,
+            _ => self.base,
+        };
+        (rows > 0).then_some(Resume { snapshot, rows })
     }
 
     /// The offset its bucket's changelog continues at.
@@ -318,6 +323,70 @@ pub(crate) mod tests {
         assert_eq!(offsets, (0..10).collect::<Vec<i64>>());
         assert_eq!(through, [4, 8, 10], "rows read through each batch");
         assert_eq!(snap.report.rows, 10);
+    }
+
+    #[test]
+    fn a_resume_goes_on_after_the_last_row_handed_over_and_at_a_batch_start_with_a_filter() {
+        let with_id = || {
+            let mut opened = opened_in(10, 4, 7);
+            opened.snapshot_id = Some(3);
+            opened
+        };
+        let mut snap = snapshot(with_id());
+        assert_eq!(snap.resume(), None, "nothing handed over yet");
+        snap.advance(3);
+        assert_eq!(
+            snap.resume(),
+            Some(Resume {
+                snapshot: 3,
+                rows: 3
+            })
+        );
+        snap.advance(1);
+        snap.advance(2);
+        assert_eq!(
+            snap.resume(),
+            Some(Resume {
+                snapshot: 3,
+                rows: 6
+            })
+        );
+        while !snap.is_done() {
+            let n = snap.chunk().len();
+            snap.advance(n);
+        }
+        assert_eq!(
+            snap.resume(),
+            Some(Resume {
+                snapshot: 3,
+                rows: 10
+            })
+        );
+
+        let stamp = Stamper::new(1, "db.t", HeaderSet::ALL)
+            .unwrap()
+            .bucket(BucketKey::bucket(0), None)
+            .unwrap();
+        let fields = [fluss::metadata::DataField::new(
+            "id",
+            DataTypes::bigint(),
+            None,
+        )];
+        let text = crate::filter::FilterText::parse("id >= 0").unwrap();
+        let filter = Filter::new(&text, &fields, &fields, false).unwrap();
+        let mut filtered = Snapshot::new(&stamp, with_id(), Some(filter)).unwrap();
+        filtered.advance(3);
+        assert_eq!(filtered.resume(), None, "the first read batch is not done");
+        filtered.advance(1);
+        filtered.advance(2);
+        assert_eq!(
+            filtered.resume(),
+            Some(Resume {
+                snapshot: 3,
+                rows: 4
+            }),
+            "at the start of the read batch being handed over"
+        );
     }
 
     #[test]
