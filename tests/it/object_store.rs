@@ -8,40 +8,15 @@
 use std::time::Duration;
 
 use fluss_source_runner::{logs, Level};
-use fluss_testkit::fluss::client::FlussConnection;
-use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::s3::S3Server;
 use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
 use serde_json::json;
 
 use crate::fixture::{config_on, rt, Answer, Stream};
 use crate::pk_script::{apply_script, lookup_all_on, replay, script};
+use crate::snapshots::kv_snapshots_taken;
 
 const KEYS: i64 = 2000;
-
-/// Waits until both buckets of `path` have a KV snapshot.
-fn snapshots_taken(conn: &FlussConnection, path: &TablePath) {
-    rt().block_on(poll_until(
-        Duration::from_secs(60),
-        Duration::from_millis(250),
-        "a KV snapshot of both buckets",
-        || async {
-            let admin = conn.get_admin().map_err(|e| e.to_string())?;
-            let latest = admin
-                .get_latest_kv_snapshots(path, None)
-                .await
-                .map_err(|e| e.to_string())?;
-            let taken = latest
-                .latest_snapshots
-                .iter()
-                .filter(|s| s.snapshot_id.is_some())
-                .count();
-            (taken == 2)
-                .then_some(())
-                .ok_or(format!("{taken} of 2 buckets have one"))
-        },
-    ));
-}
 
 /// A single-tablet cluster whose remote storage is `s3`'s bucket, with `extra` settings.
 fn cluster_on(s3: &S3Server, extra: &[(&str, &str)]) -> Cluster {
@@ -127,7 +102,7 @@ fn kv_snapshots_on_s3_are_read_with_the_credentials_fluss_hands_out() {
         tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), 2).await;
         apply_script(&conn, &path, &script(4000, KEYS, 7), None).await;
     });
-    snapshots_taken(&conn, &path);
+    kv_snapshots_taken(&conn, &path, None, 2);
     let uploaded = s3.list("remote/");
     assert!(
         uploaded.iter().any(|key| key.contains("/kv/")),

@@ -423,7 +423,7 @@ async fn kv_snapshot_offsets(
 /// Waits until each of the `buckets` buckets of `path` (of its partition `partition`) has a
 /// KV snapshot: a bucket written less than `kv.snapshot.interval` ago has none yet, and reads
 /// its changelog instead of delivering snapshot rows.
-fn kv_snapshots_taken(
+pub fn kv_snapshots_taken(
     conn: &FlussConnection,
     path: &TablePath,
     partition: Option<&str>,
