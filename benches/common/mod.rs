@@ -315,42 +315,15 @@ pub async fn kv_snapshots_caught_up(cluster: &Cluster, path: &TablePath) {
         .await
         .expect("connect");
     let admin = conn.get_admin().expect("admin");
-    let buckets: Vec<i32> = (0..3).collect();
     let started = Instant::now();
-    loop {
-        let ends = admin
-            .list_offsets(
-                path,
-                &buckets,
-                fluss_testkit::fluss::rpc::message::OffsetSpec::Latest,
-            )
-            .await
-            .expect("list_offsets");
-        let latest = admin
-            .get_latest_kv_snapshots(path, None)
-            .await
-            .expect("get_latest_kv_snapshots");
-        let behind = buckets
-            .iter()
-            .filter(|bucket| {
-                !latest.latest_snapshots.iter().any(|s| {
-                    s.bucket_id == **bucket
-                        && s.snapshot_id.is_some()
-                        && s.log_offset == ends.get(bucket).copied()
-                })
-            })
-            .count();
-        if behind == 0 {
-            eprintln!(
-                "KV snapshots of {path} caught up after {:.1?}",
-                started.elapsed()
-            );
-            return;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(1800),
-            "{behind} buckets' KV snapshots still behind after 30 minutes"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
+    fluss_testkit::tables::kv_snapshots_caught_up(
+        &admin,
+        path,
+        std::time::Duration::from_secs(1800),
+    )
+    .await;
+    eprintln!(
+        "KV snapshots of {path} caught up after {:.1?}",
+        started.elapsed()
+    );
 }

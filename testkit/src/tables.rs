@@ -335,3 +335,50 @@ pub async fn wait_schema_id(admin: &FlussAdmin, path: &TablePath, id: i32) {
     )
     .await;
 }
+
+/// Waits (at most `within`) until the latest KV snapshot of every bucket of the primary-key
+/// table `path` holds all of its changes: its log offset is the bucket's high watermark, so a
+/// `full` read then takes every row from the snapshots and none from the changelog. The
+/// servers take one every `kv.snapshot.interval` (1 s in the test clusters).
+pub async fn kv_snapshots_caught_up(admin: &FlussAdmin, path: &TablePath, within: Duration) {
+    let info = admin
+        .get_table_info(path)
+        .await
+        .unwrap_or_else(|e| panic!("get_table_info {path}: {e}"));
+    let buckets: Vec<i32> = (0..info.get_num_buckets()).collect();
+    poll_until(
+        within,
+        Duration::from_millis(500),
+        "a KV snapshot of every bucket at its high watermark",
+        || async {
+            let ends = admin
+                .list_offsets(path, &buckets, OffsetSpec::Latest)
+                .await
+                .map_err(|e| e.to_string())?;
+            let latest = admin
+                .get_latest_kv_snapshots(path, None)
+                .await
+                .map_err(|e| e.to_string())?;
+            let at = |bucket: i32| {
+                latest
+                    .latest_snapshots
+                    .iter()
+                    .find(|s| s.bucket_id == bucket && s.snapshot_id.is_some())
+                    .and_then(|s| s.log_offset)
+            };
+            let behind: Vec<_> = buckets
+                .iter()
+                .filter(|b| at(**b) != ends.get(b).copied())
+                .map(|b| (*b, at(*b), ends.get(b).copied()))
+                .collect();
+            if behind.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "(bucket, snapshot offset, high watermark) behind: {behind:?}"
+                ))
+            }
+        },
+    )
+    .await
+}

@@ -19,13 +19,13 @@ use fluss_testkit::fluss::metadata::{
     AlterTableChanges, DataTypes, DropColumn, ModifyColumn, RenameColumn, Schema, TablePath,
 };
 use fluss_testkit::fluss::row::GenericRow;
-use fluss_testkit::fluss::rpc::message::OffsetSpec;
 use fluss_testkit::write::{self, Change};
-use fluss_testkit::{poll_until, tables, unique_table};
+use fluss_testkit::{tables, unique_table};
 use serde_json::{json, Map, Value};
 
 use crate::arrow_ipc::decode;
 use crate::fixture::{cluster, config, rt, Answer, Received, Stream};
+use crate::snapshots::kv_snapshots_caught_up;
 
 const IDLE: Duration = Duration::from_secs(10);
 /// Every header the fixture decodes, plus the schema id.
@@ -550,35 +550,6 @@ fn columns_added_to_a_primary_key_table_while_streaming_reach_debezium_and_arrow
     );
 }
 
-/// Waits until the KV snapshot of the one bucket of `path` holds every change.
-fn snapshot_caught_up(conn: &FlussConnection, path: &TablePath) {
-    rt().block_on(poll_until(
-        Duration::from_secs(90),
-        Duration::from_millis(500),
-        "a KV snapshot at the high watermark",
-        || async {
-            let admin = conn.get_admin().map_err(|e| e.to_string())?;
-            let latest = admin
-                .get_latest_kv_snapshots(path, None)
-                .await
-                .map_err(|e| e.to_string())?;
-            let at = latest
-                .latest_snapshots
-                .first()
-                .and_then(|s| s.snapshot_id.and(s.log_offset));
-            let end = admin
-                .list_offsets(path, &[0], OffsetSpec::Latest)
-                .await
-                .map_err(|e| e.to_string())?[&0];
-            if at == Some(end) {
-                Ok(())
-            } else {
-                Err(format!("snapshot at {at:?}, high watermark {end}"))
-            }
-        },
-    ));
-}
-
 #[test]
 fn a_snapshot_holding_rows_of_two_schema_ids_shows_them_in_the_newest() {
     let path = unique_table("schema_snap");
@@ -595,14 +566,14 @@ fn a_snapshot_holding_rows_of_two_schema_ids_shows_them_in_the_newest() {
             .map(|id| Write::Upsert(id, 1, "n"))
             .collect::<Vec<_>>(),
     );
-    snapshot_caught_up(&conn, &path);
+    kv_snapshots_caught_up(&conn, &path);
     add_column(&conn, &path, 2);
     let newer: Vec<Write> = (6..10)
         .chain(0..2)
         .map(|id| Write::Upsert(id, 2, "u"))
         .collect();
     apply(&conn, &path, &newer);
-    snapshot_caught_up(&conn, &path);
+    kv_snapshots_caught_up(&conn, &path);
     let mut s = Stream::open(
         &instance_config(&table, json!({"starting_offset": "full"})),
         None,

@@ -682,21 +682,13 @@ fn a_bucket_without_a_kv_snapshot_reads_its_changelog_from_the_earliest_offset()
     );
 }
 
-/// Waits until the latest KV snapshot of both buckets holds all of their changes.
-fn kv_snapshots_caught_up(conn: &FlussConnection, path: &TablePath) {
-    rt().block_on(poll_until(
+/// Waits until the latest KV snapshot of every bucket holds all of their changes.
+pub fn kv_snapshots_caught_up(conn: &FlussConnection, path: &TablePath) {
+    let admin = conn.get_admin().expect("admin");
+    rt().block_on(tables::kv_snapshots_caught_up(
+        &admin,
+        path,
         Duration::from_secs(60),
-        Duration::from_millis(500),
-        "a KV snapshot of every bucket at its high watermark",
-        || async {
-            let at = kv_snapshot_offsets(conn, path, None).await?;
-            let ends = offsets(conn, path, OffsetSpec::Latest).await;
-            if at.len() == ends.len() && at.iter().zip(&ends).all(|(a, e)| *a == Some(*e)) {
-                Ok(())
-            } else {
-                Err(format!("snapshots at {at:?}, high watermarks {ends:?}"))
-            }
-        },
     ));
 }
 
