@@ -249,8 +249,9 @@ report_deaths() {
       tail -n 15 "$dir/log/$name.out" 2>/dev/null
       grep -E "ERROR|FATAL|OutOfMemory" "$dir/log/$name.log" 2>/dev/null | tail -n 15
       ls "$dir"/hs_err* "$dir"/tmp/hs_err* 2>/dev/null
-    } >>"$FLUSS_DEATH_REPORT"
+    } >>"$FLUSS_DEATH_REPORT" || true
   done
+  return 0
 }
 
 # Stop one process: TERM, wait, KILL. Silent if it is already gone.
