@@ -1,6 +1,7 @@
 //! Taking bucket snapshots (`starting_offset = "full"`) while polling, from the buckets' KV
 //! snapshot files (see [`crate::client::kv_snapshot`]): one bucket at a time, read a bounded
-//! batch at a time. A bucket's position stays [`Position::Snapshot`] until the last of its
+//! batch at a time on a thread of its own ([`ReadAhead`]) while the previous batch is encoded.
+//! A bucket's position stays [`Position::Snapshot`] until the last of its
 //! snapshot's rows is in a batch; a Nack or a restart before that batch is acknowledged
 //! takes its snapshot again. A bucket without a KV snapshot yet (nothing written to it, or
 //! its first snapshot not taken yet) reads its changelog from its earliest offset, which
@@ -14,6 +15,7 @@ use fluss::rpc::message::OffsetSpec;
 
 use super::{FlussSource, RETRY_PAUSE};
 use crate::client::discovery::PartitionNames;
+use crate::client::kv_snapshot::ahead::ReadAhead;
 use crate::client::kv_snapshot::rows::{KvRows, Layout};
 use crate::client::kv_snapshot::{files, latest, Opened};
 use crate::client::offsets;
@@ -206,6 +208,8 @@ impl FlussSource {
         };
         let mut rows = KvRows::open(&layout, key, copy, batch_rows)?;
         let skipped = rows.skip(skip)?;
+        let dir = rows.dir().to_path_buf();
+        let rows = ReadAhead::start(key, dir, Box::new(rows))?;
         Ok(Opened {
             key,
             snapshot_id: Some(snapshot),

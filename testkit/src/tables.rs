@@ -19,8 +19,10 @@ use crate::poll_until;
 pub const TEST_DATABASE: &str = "testkit";
 
 /// Buckets get leaders within a second or two on a healthy cluster; the
-/// rest covers a tablet server that is still (re)starting.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// rest covers a tablet server that is still (re)starting, and the load of
+/// CI (three clusters and the Iggy servers on 2 cores), under which a new
+/// table's leaders once took over 60 s.
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const READY_INTERVAL: Duration = Duration::from_millis(200);
 
 static TABLE_SEQ: AtomicUsize = AtomicUsize::new(0);

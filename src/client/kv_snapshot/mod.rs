@@ -9,8 +9,12 @@
 //! - [`credentials`]: what an object store holding the files needs, from Fluss;
 //! - [`files`]: its files copied into a local directory, removed when dropped;
 //! - [`rows`]: those files opened read-only, decoded into Arrow batches by schema id;
+//! - [`compacted`]: values of the common column types decoded straight into Arrow;
+//! - [`ahead`]: those batches read on a thread of their own, a bounded number ahead;
 //! - [`versions`]: rows of each schema version shown in the newest.
 
+pub mod ahead;
+pub mod compacted;
 pub mod credentials;
 pub mod files;
 pub mod latest;

@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use fluss::metadata::{KvFormat, RowType};
-use fluss::record::RowAppendRecordBatchBuilder;
+use fluss::record::{to_arrow_schema, RowAppendRecordBatchBuilder};
 use rocksdb::{Options, DB};
 
+use super::compacted::{Direct, Refused};
 use super::files::LocalCopy;
 use super::versions::Versions;
 use super::RowBatches;
@@ -83,6 +84,8 @@ pub struct KvRows {
     row_type: RowType,
     schema_id: i16,
     versions: Versions,
+    /// The direct decoder, when every column has a type it decodes (else `versions`).
+    direct: Option<Direct>,
     projection: Option<Vec<usize>>,
     batch_rows: usize,
     /// The last key read: the next batch starts after it (`None`: from the first key).
@@ -106,7 +109,12 @@ impl KvRows {
             path: copy.dir().to_path_buf(),
             cause,
         };
-        let db = DB::open_for_read_only(&Options::default(), copy.dir(), false)
+        let mut options = Options::default();
+        // RocksDB opens a snapshot's files on up to 16 threads it starts for the purpose (and
+        // each new thread may take a malloc arena of its own): one file after another is as
+        // fast for the few files of a bucket's snapshot.
+        options.set_max_file_opening_threads(1);
+        let db = DB::open_for_read_only(&options, copy.dir(), false)
             .map_err(|e| corrupt(e.into_string()))?;
         let versions = Versions::new(
             layout.kv_format,
@@ -114,6 +122,12 @@ impl KvRows {
             layout.row_type.fields().len(),
         )
         .map_err(|e| corrupt(e.to_string()))?;
+        let direct = match layout.kv_format {
+            KvFormat::COMPACTED => to_arrow_schema(&layout.row_type)
+                .ok()
+                .and_then(|schema| Direct::new(&layout.row_type, schema, &layout.versions)),
+            _ => None,
+        };
         Ok(Self {
             key,
             db,
@@ -121,6 +135,7 @@ impl KvRows {
             row_type: layout.row_type.clone(),
             schema_id: layout.schema_id,
             versions,
+            direct,
             projection: layout.projection.clone(),
             batch_rows: batch_rows.max(1),
             last_key: None,
@@ -132,6 +147,11 @@ impl KvRows {
     /// Bytes of the snapshot's files on local disk.
     pub fn disk_bytes(&self) -> u64 {
         self.copy.bytes
+    }
+
+    /// The local directory of the snapshot's files.
+    pub fn dir(&self) -> &std::path::Path {
+        self.copy.dir()
     }
 
     /// Skips the first `rows` rows (already handed over by an earlier attempt at the same
@@ -192,8 +212,58 @@ impl RowBatches for KvRows {
         if self.done {
             return Ok(None);
         }
-        let mut builder = RowAppendRecordBatchBuilder::new(&self.row_type)
-            .map_err(|e| self.corrupt(e.to_string()))?;
+        let batch = match self.direct.take() {
+            Some(mut direct) => {
+                let rows = self.read_values(|id, value| direct.append(id, value))?;
+                let batch = (rows > 0)
+                    .then(|| direct.finish())
+                    .transpose()
+                    .map_err(|e| self.corrupt(e.to_string()))?;
+                self.direct = Some(direct);
+                batch
+            }
+            None => {
+                let mut builder = RowAppendRecordBatchBuilder::new(&self.row_type)
+                    .map_err(|e| self.corrupt(e.to_string()))?;
+                // A clone (an `Arc` per schema version): `read_values` borrows `self`.
+                let versions = self.versions.clone();
+                let append = |id, value: &[u8]| {
+                    let row = versions.decode(id, value).ok_or(Refused::Schema(id))?;
+                    let appended = builder.append(&row);
+                    drop(row);
+                    appended
+                        .map(drop)
+                        .map_err(|e| Refused::Corrupt(e.to_string()))
+                };
+                let rows = self.read_values(append)?;
+                (rows > 0)
+                    .then(|| builder.build_arrow_record_batch())
+                    .transpose()
+                    .map_err(|e| self.corrupt(e.to_string()))?
+                    .map(Arc::unwrap_or_clone)
+            }
+        };
+        let Some(batch) = batch else {
+            self.done = true;
+            return Ok(None);
+        };
+        let batch = match &self.projection {
+            Some(columns) => batch
+                .project(columns)
+                .map_err(|e| self.corrupt(e.to_string()))?,
+            None => batch,
+        };
+        Ok(Some(batch))
+    }
+}
+
+impl KvRows {
+    /// Hands the next values (at most `batch_rows`, after the last key read) to `append` with
+    /// their schema ids, in key order; returns how many.
+    fn read_values(
+        &mut self,
+        mut append: impl FnMut(i16, &[u8]) -> std::result::Result<(), Refused>,
+    ) -> Result<usize> {
         let mut iter = self.db.raw_iterator_opt(one_pass());
         match &self.last_key {
             Some(last) => {
@@ -213,17 +283,14 @@ impl RowBatches for KvRows {
             let Some((id, row)) = value.split_first_chunk::<SCHEMA_ID_BYTES>() else {
                 return Err(self.corrupt(format!("a value of {} bytes", value.len())));
             };
-            let id = i16::from_le_bytes(*id);
-            let Some(row) = self.versions.decode(id, row) else {
-                return Err(Error::SnapshotSchema {
+            append(i16::from_le_bytes(*id), row).map_err(|refused| match refused {
+                Refused::Schema(found) => Error::SnapshotSchema {
                     key: self.key,
-                    found: id,
+                    found,
                     expected: self.schema_id,
-                });
-            };
-            let appended = builder.append(&row);
-            drop(row);
-            appended.map_err(|e| self.corrupt(e.to_string()))?;
+                },
+                Refused::Corrupt(cause) => self.corrupt(cause),
+            })?;
             last.clear();
             last.extend_from_slice(key);
             rows += 1;
@@ -232,23 +299,11 @@ impl RowBatches for KvRows {
         self.check(&iter)?;
         self.done = !iter.valid();
         drop(iter);
-        if rows == 0 {
-            self.done = true;
-            return Ok(None);
+        if rows > 0 {
+            self.last_key = Some(last.into_boxed_slice());
+            self.read += rows as u64;
         }
-        self.last_key = Some(last.into_boxed_slice());
-        self.read += rows as u64;
-        let batch = builder
-            .build_arrow_record_batch()
-            .map_err(|e| self.corrupt(e.to_string()))?;
-        let batch = Arc::unwrap_or_clone(batch);
-        let batch = match &self.projection {
-            Some(columns) => batch
-                .project(columns)
-                .map_err(|e| self.corrupt(e.to_string()))?,
-            None => batch,
-        };
-        Ok(Some(batch))
+        Ok(rows)
     }
 }
 

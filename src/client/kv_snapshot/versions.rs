@@ -15,6 +15,7 @@ use fluss::row::{
 };
 
 /// A decoder per schema id, each row presented with the target's column count.
+#[derive(Clone)]
 pub struct Versions {
     decoders: BTreeMap<i16, Arc<dyn RowDecoder>>,
     /// Columns of the target version.

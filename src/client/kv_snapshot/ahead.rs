@@ -1,0 +1,259 @@
+//! Reading a bucket's snapshot rows ahead, on a thread of their own: RocksDB's iteration and
+//! the decoding of each value into Arrow run on one core while the polling task encodes the
+//! previous batch on another, as fluss-rs fetches a changelog ahead of its scanner's polls.
+//! At most [`AHEAD`] batches wait, so memory stays bounded whatever the bucket's size.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use arrow_array::RecordBatch;
+
+use super::RowBatches;
+use crate::error::{Error, Result};
+use crate::position::BucketKey;
+
+/// Batches read ahead and not yet taken (besides the one being read and the one taken).
+const AHEAD: usize = 1;
+
+/// What the reading thread sends: a batch, the end, or why it stopped.
+type Read = Result<Option<RecordBatch>>;
+
+/// Another [`RowBatches`] read on a thread of its own, [`AHEAD`] batches ahead.
+pub struct ReadAhead {
+    /// `Mutex` only to be `Sync` (a `Receiver` is not): one caller takes batches at a time.
+    batches: Mutex<Receiver<Read>>,
+    reader: Option<JoinHandle<()>>,
+    key: BucketKey,
+    dir: PathBuf,
+    done: bool,
+}
+
+impl ReadAhead {
+    /// Starts reading `rows` (bucket `key`'s, copied to `dir`) at once. The thread ends after
+    /// the last batch, after an error, or when this is dropped.
+    pub fn start(key: BucketKey, dir: PathBuf, mut rows: Box<dyn RowBatches>) -> Result<Self> {
+        let (send, batches) = sync_channel::<Read>(AHEAD);
+        let reader = std::thread::Builder::new()
+            .name(format!("fluss-snapshot-{}", key.bucket))
+            .spawn(move || loop {
+                let read = catch_unwind(AssertUnwindSafe(|| rows.next_batch()))
+                    .unwrap_or_else(|panic| Err(panicked(key, &*panic)));
+                let last = !matches!(read, Ok(Some(_)));
+                // A send fails when the reader was dropped: nothing more is wanted.
+                if send.send(read).is_err() || last {
+                    break;
+                }
+            })
+            .map_err(|cause| Error::SnapshotCorrupt {
+                key,
+                path: dir.clone(),
+                cause: format!("cannot start a thread to read it: {cause}"),
+            })?;
+        Ok(Self {
+            batches: Mutex::new(batches),
+            reader: Some(reader),
+            key,
+            dir,
+            done: false,
+        })
+    }
+}
+
+/// The error a panic while reading becomes: a value the decoders could not take is most
+/// likely a damaged copy, which the next attempt copies again.
+fn panicked(key: BucketKey, panic: &(dyn std::any::Any + Send)) -> Error {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    Error::SnapshotCorrupt {
+        key,
+        path: PathBuf::new(),
+        cause: format!("reading it panicked ({what}); please report it if the files are intact"),
+    }
+}
+
+impl RowBatches for ReadAhead {
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.done {
+            return Ok(None);
+        }
+        let batches = self.batches.get_mut().unwrap_or_else(|p| p.into_inner());
+        let read = batches.recv().unwrap_or_else(|_| {
+            Err(Error::SnapshotCorrupt {
+                key: self.key,
+                path: self.dir.clone(),
+                cause: "its reading thread stopped without a word".into(),
+            })
+        });
+        let read = read.map_err(|error| match error {
+            Error::SnapshotCorrupt { key, path, cause } if path.as_os_str().is_empty() => {
+                Error::SnapshotCorrupt {
+                    key,
+                    path: self.dir.clone(),
+                    cause,
+                }
+            }
+            error => error,
+        });
+        self.done = !matches!(read, Ok(Some(_)));
+        read
+    }
+}
+
+impl Drop for ReadAhead {
+    /// Stops the thread and waits for it: the rows it owns (the database, the local copy) are
+    /// closed and removed when this returns, as they were without reading ahead.
+    fn drop(&mut self) {
+        // Dropping the receiver makes the thread's next send fail; it finishes the batch it
+        // reads (milliseconds) and ends.
+        let (_, batches) = sync_channel::<Read>(0);
+        drop(std::mem::replace(
+            self.batches.get_mut().unwrap_or_else(|p| p.into_inner()),
+            batches,
+        ));
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use arrow_array::Int64Array;
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::*;
+
+    /// `batches` batches of one row (`0..batches`), counting reads and noting its drop.
+    struct Counted {
+        next: i64,
+        batches: i64,
+        read: Arc<AtomicUsize>,
+        dropped: Arc<AtomicUsize>,
+        fail_at: Option<i64>,
+        panic_at: Option<i64>,
+    }
+
+    impl RowBatches for Counted {
+        fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+            if self.panic_at == Some(self.next) {
+                panic!("bad value");
+            }
+            if self.fail_at == Some(self.next) {
+                return Err(Error::SnapshotCorrupt {
+                    key: BucketKey::bucket(0),
+                    path: "/x".into(),
+                    cause: "bad block".into(),
+                });
+            }
+            if self.next == self.batches {
+                return Ok(None);
+            }
+            self.read.fetch_add(1, Ordering::SeqCst);
+            let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+            let batch =
+                RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![self.next]))])
+                    .unwrap();
+            self.next += 1;
+            Ok(Some(batch))
+        }
+    }
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counted(batches: i64) -> (Counted, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let (read, dropped) = (Arc::default(), Arc::default());
+        let rows = Counted {
+            next: 0,
+            batches,
+            read: Arc::clone(&read),
+            dropped: Arc::clone(&dropped),
+            fail_at: None,
+            panic_at: None,
+        };
+        (rows, read, dropped)
+    }
+
+    fn start(rows: Counted) -> ReadAhead {
+        ReadAhead::start(BucketKey::bucket(0), "/copy".into(), Box::new(rows)).unwrap()
+    }
+
+    fn id(batch: &RecordBatch) -> i64 {
+        batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .value(0)
+    }
+
+    #[test]
+    fn batches_come_in_order_and_the_end_stays_the_end() {
+        let (rows, _, dropped) = counted(5);
+        let mut ahead = start(rows);
+        let ids: Vec<i64> = std::iter::from_fn(|| ahead.next_batch().unwrap())
+            .map(|b| id(&b))
+            .collect();
+        assert_eq!(ids, [0, 1, 2, 3, 4]);
+        assert!(ahead.next_batch().unwrap().is_none(), "stays exhausted");
+        drop(ahead);
+        assert_eq!(dropped.load(Ordering::SeqCst), 1, "the rows are dropped");
+    }
+
+    #[test]
+    fn reading_ahead_is_bounded_and_a_drop_stops_the_thread_and_frees_the_rows() {
+        let (rows, read, dropped) = counted(1_000);
+        let mut ahead = start(rows);
+        assert_eq!(id(&ahead.next_batch().unwrap().unwrap()), 0);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let ahead_of_taken = read.load(Ordering::SeqCst);
+        assert!(
+            ahead_of_taken <= 1 + AHEAD + 1,
+            "one taken, {AHEAD} waiting, one being sent: read {ahead_of_taken}"
+        );
+        drop(ahead);
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "closed when the drop returns"
+        );
+    }
+
+    #[test]
+    fn an_error_or_a_panic_while_reading_is_one_error_naming_the_copy() {
+        let (mut rows, _, _) = counted(5);
+        rows.fail_at = Some(2);
+        let mut ahead = start(rows);
+        assert!(ahead.next_batch().unwrap().is_some());
+        assert!(ahead.next_batch().unwrap().is_some());
+        let error = ahead.next_batch().unwrap_err();
+        assert!(error.to_string().contains("bad block"), "{error}");
+        assert!(ahead.next_batch().unwrap().is_none(), "nothing after it");
+
+        let (mut rows, _, dropped) = counted(5);
+        rows.panic_at = Some(1);
+        let mut ahead = start(rows);
+        assert!(ahead.next_batch().unwrap().is_some());
+        let error = ahead.next_batch().unwrap_err();
+        let line = error.to_string();
+        assert!(
+            line.contains("panicked (bad value)") && line.contains("/copy"),
+            "{line}"
+        );
+        assert_eq!(error.fault(), crate::error::Fault::Retry, "copied again");
+        drop(ahead);
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    }
+}
