@@ -16,6 +16,10 @@ fi
 cargo sort --workspace --check
 build_everything
 
+# A log tiered to S3 (tests/it/object_store.rs) is read by fluss-rs's own downloader, which
+# takes the region from the environment only (README "Limitations"): the test store's region.
+export AWS_REGION=${AWS_REGION:-us-east-1}
+
 # Within a lane one test at a time: several tests start clusters of their own, and on a 2-core
 # machine parallel JVM starts and table creations starve each other into timeouts.
 threads=--test-threads=${TEST_THREADS:-1}

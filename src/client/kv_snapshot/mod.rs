@@ -10,8 +10,8 @@
 //! - [`files`]: its files copied into a local directory, removed when dropped;
 //! - [`rows`]: those files opened read-only, decoded into Arrow batches by schema id;
 //! - [`compacted`]: values of the common column types decoded straight into Arrow;
-//! - [`ahead`]: those batches read on a thread of their own, a bounded number ahead;
-//! - [`versions`]: rows of each schema version shown in the newest.
+//! - [`versions`]: rows of each schema version shown in the newest (the other types);
+//! - [`ahead`]: the batches of [`rows`] read on a thread of their own, a bounded number ahead.
 
 pub mod ahead;
 pub mod compacted;
