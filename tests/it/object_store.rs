@@ -31,8 +31,8 @@ fn cluster_on(s3: &S3Server, extra: &[(&str, &str)]) -> Cluster {
 #[test]
 fn a_log_tiered_to_s3_delivers_every_row_in_order() {
     const ROWS: i64 = 3000;
-    // Whether the reads below reach S3 or the tablet server's local segments depends on when
-    // the server deletes those: without the region the S3 reads fail.
+    // The reads below reach S3 (see the wait for the local segment's deletion): without the
+    // region they fail with `region is missing`.
     assert_eq!(
         std::env::var("AWS_REGION").as_deref(),
         Ok("us-east-1"),
@@ -74,6 +74,21 @@ fn a_log_tiered_to_s3_delivers_every_row_in_order() {
                 .ok_or(format!("{segments} objects under remote/log/"))
         },
     ));
+    // The first rows must come from S3: wait until the tablet server deleted its local copy of
+    // the first segment (else it serves them itself and S3 is never read).
+    let dir = cluster.dir().expect("a local cluster").join("data");
+    rt().block_on(poll_until(
+        Duration::from_secs(90),
+        Duration::from_millis(500),
+        "the first log segment deleted locally after its upload",
+        || async {
+            let local = files_named(&dir, &format!("{:020}.log", 0), path.table());
+            local
+                .is_empty()
+                .then_some(())
+                .ok_or(format!("still local: {local:?}"))
+        },
+    ));
     let since = logs().len();
     let mut s = Stream::open(&config_on(&cluster, path.table(), json!({})), None).expect("open");
     let started = std::time::Instant::now();
@@ -97,6 +112,25 @@ fn a_log_tiered_to_s3_delivers_every_row_in_order() {
         ids.len()
     );
     assert_eq!(ids, (0..ROWS).collect::<Vec<_>>(), "every row, in order");
+}
+
+/// Files named `name` under `dir` in a directory whose name starts with `table` (a table's
+/// directory is its name and id).
+fn files_named(dir: &std::path::Path, name: &str, table: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![(dir.to_path_buf(), false)];
+    while let Some((dir, in_table)) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                todo.push((path, in_table || file_name.starts_with(table)));
+            } else if in_table && file_name == name {
+                found.push(path);
+            }
+        }
+    }
+    found
 }
 
 #[test]
