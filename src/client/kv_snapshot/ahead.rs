@@ -36,21 +36,24 @@ impl ReadAhead {
     /// the last batch, after an error, or when this is dropped.
     pub fn start(key: BucketKey, dir: PathBuf, mut rows: Box<dyn RowBatches>) -> Result<Self> {
         let (send, batches) = sync_channel::<Read>(AHEAD);
+        let copy = dir.clone();
         let reader = std::thread::Builder::new()
             .name(format!("fluss-snapshot-{}", key.bucket))
             .spawn(move || loop {
                 let read = catch_unwind(AssertUnwindSafe(|| rows.next_batch()))
-                    .unwrap_or_else(|panic| Err(panicked(key, &*panic)));
+                    .unwrap_or_else(|panic| Err(panicked(key, copy.clone(), &*panic)));
                 let last = !matches!(read, Ok(Some(_)));
                 // A send fails when the reader was dropped: nothing more is wanted.
                 if send.send(read).is_err() || last {
                     break;
                 }
             })
-            .map_err(|cause| Error::SnapshotCorrupt {
-                key,
-                path: dir.clone(),
-                cause: format!("cannot start a thread to read it: {cause}"),
+            .map_err(|cause| {
+                corrupt(
+                    key,
+                    dir.clone(),
+                    format!("cannot start a thread to read it: {cause}"),
+                )
             })?;
         Ok(Self {
             batches: Mutex::new(batches),
@@ -64,16 +67,25 @@ impl ReadAhead {
 
 /// The error a panic while reading becomes: a value the decoders could not take is most
 /// likely a damaged copy, which the next attempt copies again.
-fn panicked(key: BucketKey, panic: &(dyn std::any::Any + Send)) -> Error {
+fn panicked(key: BucketKey, dir: PathBuf, panic: &(dyn std::any::Any + Send)) -> Error {
     let what = panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".into());
+    corrupt(
+        key,
+        dir,
+        format!("reading it panicked ({what}); please report it if the files are intact"),
+    )
+}
+
+/// The error of the copy in `dir` of bucket `key`'s snapshot.
+fn corrupt(key: BucketKey, dir: PathBuf, cause: String) -> Error {
     Error::SnapshotCorrupt {
         key,
-        path: PathBuf::new(),
-        cause: format!("reading it panicked ({what}); please report it if the files are intact"),
+        path: dir,
+        cause,
     }
 }
 
@@ -84,21 +96,11 @@ impl RowBatches for ReadAhead {
         }
         let batches = self.batches.get_mut().unwrap_or_else(|p| p.into_inner());
         let read = batches.recv().unwrap_or_else(|_| {
-            Err(Error::SnapshotCorrupt {
-                key: self.key,
-                path: self.dir.clone(),
-                cause: "its reading thread stopped without a word".into(),
-            })
-        });
-        let read = read.map_err(|error| match error {
-            Error::SnapshotCorrupt { key, path, cause } if path.as_os_str().is_empty() => {
-                Error::SnapshotCorrupt {
-                    key,
-                    path: self.dir.clone(),
-                    cause,
-                }
-            }
-            error => error,
+            Err(corrupt(
+                self.key,
+                self.dir.clone(),
+                "its reading thread stopped without a word".into(),
+            ))
         });
         self.done = !matches!(read, Ok(Some(_)));
         read
