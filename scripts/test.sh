@@ -25,26 +25,31 @@ export AWS_REGION=${AWS_REGION:-us-east-1}
 threads=--test-threads=${TEST_THREADS:-1}
 
 # The cluster suites wait far more than they compute (their processes use about a tenth of the
-# time they take), so they run in two lanes side by side, each with its own shared cluster: lane
-# 1 the modules below (the fault and snapshot tests, about half of the time), lane 2 the rest of
-# `--test it` (new modules land there), the testkit's cluster tests and the README's commands.
-# TEST_LANES=1 runs everything in one lane, in this order.
-lane1_modules=(snapshots:: faults:: authorization:: bad_input:: crashes::)
-lane1_skips=()
-for module in "${lane1_modules[@]}"; do lane1_skips+=(--skip "$module"); done
+# time they take), so they run in three lanes side by side, each with its own shared cluster:
+# lane 1 and lane 2 the modules below (snapshots, faults, failures, remote storage), lane 3 the
+# rest of `--test it` (new modules land there), the testkit's cluster tests and the README's
+# commands. Each lane takes about a third of the time. TEST_LANES=1 runs everything in one lane,
+# in this order.
+lane1_modules=(snapshots:: authorization:: bad_input::)
+lane2_modules=(faults:: crashes:: object_store:: failover::)
+lane3_skips=()
+for module in "${lane1_modules[@]}" "${lane2_modules[@]}"; do lane3_skips+=(--skip "$module"); done
 
 lane1() {
   cargo test --release --workspace --no-fail-fast --test it -- "$threads" "${lane1_modules[@]}"
 }
 lane2() {
+  cargo test --release --workspace --no-fail-fast --test it -- "$threads" "${lane2_modules[@]}"
+}
+lane3() {
   local rc=0
-  cargo test --release --workspace --no-fail-fast --test it -- "$threads" "${lane1_skips[@]}" || rc=1
+  cargo test --release --workspace --no-fail-fast --test it -- "$threads" "${lane3_skips[@]}" || rc=1
   cargo test --release --workspace --no-fail-fast --test cluster -- "$threads" || rc=1
   cargo test --release --workspace --no-fail-fast --test quickstart -- "$threads" || rc=1
   return "$rc"
 }
 
-# Each lane's output goes to a file of its own (shown when the lane ends, so the two never
+# Each lane's output goes to a file of its own (shown when the lane ends, so lanes never
 # interleave) and through scripts/test-times.py, which times its tests; the closing lines of
 # all lanes are gathered, and one count for every test binary ends the output.
 work=$(mktemp -d)
@@ -74,24 +79,27 @@ offline() {
 run_lane offline offline || status=1
 cat "$work/offline.log"
 
-if [ "${TEST_LANES:-2}" = 1 ]; then
-  both() {
+if [ "${TEST_LANES:-3}" = 1 ]; then
+  all_lanes() {
     local rc=0
     lane1 || rc=1
     lane2 || rc=1
+    lane3 || rc=1
     return "$rc"
   }
-  run_lane cluster both || status=1
+  run_lane cluster all_lanes || status=1
   cat "$work/cluster.log"
 else
-  echo "tests: the cluster suites in two lanes side by side (output of each when it ends)" >&2
-  run_lane lane-1 lane1 &
-  lane1_pid=$!
-  run_lane lane-2 lane2 &
-  lane2_pid=$!
-  wait "$lane1_pid" || status=1
-  wait "$lane2_pid" || status=1
-  cat "$work/lane-1.log" "$work/lane-2.log"
+  echo "tests: the cluster suites in three lanes side by side (output of each when it ends)" >&2
+  lane_pids=()
+  for lane in 1 2 3; do
+    run_lane "lane-$lane" "lane$lane" &
+    lane_pids+=($!)
+  done
+  for pid in "${lane_pids[@]}"; do
+    wait "$pid" || status=1
+  done
+  cat "$work"/lane-{1,2,3}.log
 fi
 
 # The shared clusters are stopped by their watchdogs once a suite's process exits.

@@ -32,7 +32,7 @@ pub mod tables;
 pub mod write;
 
 pub use cluster::{Cluster, ClusterOptions, SaslUser};
-pub use poll::poll_until;
+pub use poll::{poll_for, poll_until};
 pub use runtime::rt;
 pub use tables::unique_table;
 

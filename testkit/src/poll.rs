@@ -11,8 +11,26 @@ pub async fn poll_until<T, E, F, Fut>(
     deadline: Duration,
     interval: Duration,
     what: &str,
-    mut probe: F,
+    probe: F,
 ) -> T
+where
+    E: Debug,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    poll_for(deadline, interval, what, probe)
+        .await
+        .unwrap_or_else(|timed_out| panic!("{timed_out}"))
+}
+
+/// [`poll_until`] that hands the caller the timeout (what was waited for,
+/// how long, the last error) instead of panicking.
+pub async fn poll_for<T, E, F, Fut>(
+    deadline: Duration,
+    interval: Duration,
+    what: &str,
+    mut probe: F,
+) -> Result<T, String>
 where
     E: Debug,
     F: FnMut() -> Fut,
@@ -23,13 +41,13 @@ where
     loop {
         attempts += 1;
         match probe().await {
-            Ok(value) => return value,
+            Ok(value) => return Ok(value),
             Err(error) => {
                 if started.elapsed() >= deadline {
-                    panic!(
+                    return Err(format!(
                         "timed out after {deadline:?} ({attempts} attempts) waiting for {what}; \
                          last error: {error:?}"
-                    );
+                    ));
                 }
             }
         }

@@ -13,16 +13,21 @@ use fluss::metadata::{
 use fluss::row::GenericRow;
 use fluss::rpc::message::OffsetSpec;
 
-use crate::poll_until;
+use crate::{poll_for, poll_until};
 
 /// The database every testkit table lives in; created on first use.
 pub const TEST_DATABASE: &str = "testkit";
 
 /// Buckets get leaders within a second or two on a healthy cluster; the
 /// rest covers a tablet server that is still (re)starting, and the load of
-/// CI (three clusters and the Iggy servers on 2 cores), under which a new
+/// CI (several clusters and the Iggy servers on 2 cores), under which a new
 /// table's leaders once took over 60 s.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// A new table whose buckets have no leader after this long is dropped and
+/// created again: under CI's load Fluss 0.9.1 has left a new table's buckets
+/// without a leader for good ("No leader found" for the whole
+/// [`READY_TIMEOUT`]) while the cluster served other tables.
+const RECREATE_AFTER: Duration = Duration::from_secs(40);
 const READY_INTERVAL: Duration = Duration::from_millis(200);
 
 static TABLE_SEQ: AtomicUsize = AtomicUsize::new(0);
@@ -51,25 +56,52 @@ pub async fn ensure_database(admin: &FlussAdmin, database: &str) {
 
 /// Creates the table (and its database), then waits until every bucket has
 /// a leader unless the table is partitioned (partitions have the buckets;
-/// see [`create_partition`]). Returns the server's view of the table.
+/// see [`create_partition`]); a table still without leaders after
+/// [`RECREATE_AFTER`] is dropped and created once more. Returns the server's
+/// view of the table.
 pub async fn create_table(
     admin: &FlussAdmin,
     path: &TablePath,
     descriptor: &TableDescriptor,
 ) -> TableInfo {
     ensure_database(admin, path.database()).await;
-    admin
-        .create_table(path, descriptor, false)
-        .await
-        .unwrap_or_else(|e| panic!("create table {path}: {e}"));
-    let info = admin
-        .get_table_info(path)
-        .await
-        .unwrap_or_else(|e| panic!("get_table_info {path}: {e}"));
-    if !info.is_partitioned() {
-        wait_table_ready(admin, path, info.get_num_buckets()).await;
+    let mut waited = Duration::ZERO;
+    loop {
+        admin
+            .create_table(path, descriptor, false)
+            .await
+            .unwrap_or_else(|e| panic!("create table {path}: {e}"));
+        let info = admin
+            .get_table_info(path)
+            .await
+            .unwrap_or_else(|e| panic!("get_table_info {path}: {e}"));
+        if info.is_partitioned() {
+            return info;
+        }
+        let wait = RECREATE_AFTER.min(READY_TIMEOUT - waited);
+        let ready = poll_for(
+            wait,
+            READY_INTERVAL,
+            &format!(
+                "leaders for the {} bucket(s) of {path}",
+                info.get_num_buckets()
+            ),
+            || bucket_leaders(admin, path, info.get_num_buckets()),
+        )
+        .await;
+        waited += wait;
+        match ready {
+            Ok(_) => return info,
+            Err(timed_out) if waited >= READY_TIMEOUT => panic!("{timed_out}"),
+            Err(timed_out) => {
+                eprintln!("fluss-testkit: {timed_out}; dropping the table and creating it again");
+                admin
+                    .drop_table(path, true)
+                    .await
+                    .unwrap_or_else(|e| panic!("drop table {path}: {e}"));
+            }
+        }
     }
-    info
 }
 
 /// Creates a log table with `buckets` buckets (rows spread round-robin).
@@ -176,14 +208,23 @@ pub async fn drop_partition(
 /// leader. Right after `create_table` it fails with a non-retriable
 /// "No leader found" `UnexpectedError` for a moment.
 pub async fn wait_table_ready(admin: &FlussAdmin, path: &TablePath, buckets: i32) {
-    let ids: Vec<i32> = (0..buckets).collect();
     poll_until(
         READY_TIMEOUT,
         READY_INTERVAL,
         &format!("leaders for the {buckets} bucket(s) of {path}"),
-        || admin.list_offsets(path, &ids, OffsetSpec::Latest),
+        || bucket_leaders(admin, path, buckets),
     )
     .await;
+}
+
+/// The latest offset of every bucket, which only a bucket's leader answers.
+async fn bucket_leaders(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    buckets: i32,
+) -> fluss::error::Result<HashMap<i32, i64>> {
+    let ids: Vec<i32> = (0..buckets).collect();
+    admin.list_offsets(path, &ids, OffsetSpec::Latest).await
 }
 
 /// [`wait_table_ready`] for one partition, named by its value.
