@@ -139,11 +139,17 @@ LOG4J
 # re-parented when this script exits, and a non-reaping init leaves zombies
 # that `kill -0` still reports) and its command line names this cluster dir,
 # so a recycled pid is never signalled.
-is_ours() {
-  local pid=$1 dir=$2 state
+# A process that exists and has not exited (a zombie has).
+alive() {
+  local pid=$1 state
   [[ -n "$pid" && -r /proc/$pid/stat ]] || return 1
   state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
-  [[ "$state" != Z && "$state" != X ]] || return 1
+  [[ "$state" != Z && "$state" != X ]]
+}
+
+is_ours() {
+  local pid=$1 dir=$2
+  alive "$pid" || return 1
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-Dfluss.cluster.dir=$dir " ||
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "fluss-cluster.sh watchdog $dir "
 }
@@ -209,7 +215,9 @@ wait_port() {
   local dir=$1 name=$2 port=$3 pid deadline=$((SECONDS + START_TIMEOUT))
   pid=$(pid_of "$dir" "$name")
   while ! port_open "$port"; do
-    if ! is_ours "$pid" "$dir"; then
+    # Not is_ours: right after launch the child may not have exec'ed java yet (its command
+    # line is still this script's), and it stays our child, so its pid is not reused.
+    if ! alive "$pid"; then
       info "$name (pid $pid) exited before listening on 127.0.0.1:$port"
       return 1
     fi
