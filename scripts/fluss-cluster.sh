@@ -135,11 +135,9 @@ LOG4J
 
 # ---------------------------------------------------------------- helpers
 
-# A pid counts as ours only while it is alive (not a zombie: the servers are
+# A process that exists and has not exited: not a zombie (the servers are
 # re-parented when this script exits, and a non-reaping init leaves zombies
-# that `kill -0` still reports) and its command line names this cluster dir,
-# so a recycled pid is never signalled.
-# A process that exists and has not exited (a zombie has).
+# that `kill -0` still reports).
 alive() {
   local pid=$1 state
   [[ -n "$pid" && -r /proc/$pid/stat ]] || return 1
@@ -147,6 +145,8 @@ alive() {
   [[ "$state" != Z && "$state" != X ]]
 }
 
+# A pid counts as ours only while it is alive and its command line names this
+# cluster dir, so a recycled pid is never signalled.
 is_ours() {
   local pid=$1 dir=$2
   alive "$pid" || return 1
