@@ -8,9 +8,10 @@ with one test thread the tests of a binary run back to back, and a test's time i
 of the one before it (or the binary's "running N tests" line) to its own result ("ok" may come
 on a later line when the test wrote to the raw stderr).
 
-At the end it prints the N slowest tests, each failed test's name and the lines around its
-panic, and one closing line for all binaries together ("tests: N passed, N failed"), so that
-they end the output (CI keeps its tail); --summary FILE appends the same lines to FILE.
+At the end it prints the N slowest tests, each failed test's name ("failed: NAME") and the
+lines after its panic ("  | LINE"), and one closing line for all binaries together ("tests: N
+passed, N failed"), so that they end the output (CI keeps its tail); --summary FILE appends the
+same lines to FILE, where scripts/closing-lines.sh gathers those of several runs.
 """
 
 import argparse
@@ -97,7 +98,7 @@ def main() -> int:
             closing.append(f"failed: {name}")
             keep = 8
         if keep:
-            closing.append(f"  {text}")
+            closing.append(f"  | {text}")
             keep -= 1
     closing.append(f"{args.label}: {passed} passed, {failed} failed")
     print("\n".join(closing))

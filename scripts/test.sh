@@ -109,13 +109,9 @@ if [ -s "$FLUSS_DEATH_REPORT" ]; then
   cat "$FLUSS_DEATH_REPORT"
 fi
 
-# The closing lines: each lane's slowest tests and failures, then one count for all.
+# The closing lines: each lane's slowest tests, then the failures of all, then one count.
 summaries=("$work"/*.summary)
-closing=$(
-  grep -hvE ': [0-9]+ passed, [0-9]+ failed$' "${summaries[@]}" || true
-  awk '/: [0-9]+ passed, [0-9]+ failed$/ { p += $(NF-3); f += $(NF-1) }
-       END { printf "tests: %d passed, %d failed\n", p, f }' "${summaries[@]}"
-)
+closing=$(scripts/closing-lines.sh tests "${summaries[@]}")
 echo "$closing"
 if [ -n "${TEST_SUMMARY:-}" ]; then
   echo "$closing" >>"$TEST_SUMMARY"
