@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The closing lines of several scripts/test-times.py summaries as one block, in the order a cut
 # output keeps best: every list of slowest tests, then every failed test with the lines after
-# its panic, then one count for all, under the label given first.
+# its panic (and whether it passed when run again alone), then one count for all, under the label
+# given first.
 #     scripts/closing-lines.sh LABEL SUMMARY...
 set -euo pipefail
 label=$1
 shift
 count=': [0-9]+ passed, [0-9]+ failed$'
 failure='^(failed: |  \| )'
-grep -hvE "$failure|$count" "$@" || true
+# (The count of tests run again is reworded, so that a block made of blocks counts it once.)
+grep -hvE "$failure|$count" "$@" | sed 's/ failed tests run again$/ failed tests were run again alone/' || true
 grep -hE "$failure" "$@" || true
+# A test run again alone (scripts/run-again.sh) counts by its second result.
 awk -v label="$label" "/$count/"' { p += $(NF-3); f += $(NF-1) }
+     / failed tests run again$/ { f -= $(NF-4) }
      END { printf "%s: %d passed, %d failed\n", label, p, f }' "$@"

@@ -35,13 +35,18 @@ runtime_tests=(cargo test --release --workspace --no-fail-fast --test runtime)
 # The consumer's build writes past scripts/test-times.py (fd 3), which would count its crates
 # as compiled again after the shared build.
 exec 3>&2
+if [ "$consumer_rust" != 0 ]; then
+  export CONSUMER_RUST_BIN=$consumer_target/release/fluss-iggy-consumer
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+summary=${TEST_SUMMARY:-$work/summary}
 set +e
 {
   rc=0
   "${runtime_tests[@]}" -- --test-threads=1 --skip consumers:: || rc=1
   if [ "$consumer_rust" != 0 ]; then
     if build_consumer_example >&3 2>&3; then
-      export CONSUMER_RUST_BIN=$consumer_target/release/fluss-iggy-consumer
       CARGO_TARGET_DIR=$consumer_target cargo test "${consumer_example[@]}" --no-fail-fast || rc=1
     else
       rc=1
@@ -49,6 +54,14 @@ set +e
   fi
   "${runtime_tests[@]}" -- --test-threads=1 consumers:: || rc=1
   exit "$rc"
-} 2>&1 | scripts/test-times.py --label "runtime tests" ${TEST_SUMMARY:+--summary "$TEST_SUMMARY"}
+} 2>&1 | scripts/test-times.py --label "runtime tests" --summary "$summary" --failed "$work/failed" |
+  tee "$work/log"
 status=${PIPESTATUS[0]}
+# Failed tests once more, each alone (scripts/run-again.sh); their lines join the closing ones.
+if [ "$status" != 0 ]; then
+  source scripts/run-again.sh
+  run_failed_again "runtime tests" "$work/failed" "$work/log" "$work/again"
+  status=$?
+  if [ -f "$work/again" ]; then tee -a "$summary" <"$work/again"; fi
+fi
 exit "$status"

@@ -8,10 +8,11 @@ with one test thread the tests of a binary run back to back, and a test's time i
 of the one before it (or the binary's "running N tests" line) to its own result ("ok" may come
 on a later line when the test wrote to the raw stderr).
 
-At the end it prints the N slowest tests, each failed test's name ("failed: NAME") and the
-lines after its panic ("  | LINE"), and one closing line for all binaries together ("tests: N
+At the end it prints the N slowest tests, each failed test's name ("failed: NAME") and its
+panic message up to the backtrace ("  | LINE"), and one closing line for all binaries together ("tests: N
 passed, N failed"), so that they end the output (CI keeps its tail); --summary FILE appends the
-same lines to FILE, where scripts/closing-lines.sh gathers those of several runs.
+same lines to FILE, where scripts/closing-lines.sh gathers those of several runs; --failed FILE
+appends "BINARY TEST" for each failed test, for scripts/run-again.sh.
 """
 
 import argparse
@@ -32,6 +33,9 @@ def main() -> int:
     parser.add_argument("--slowest", type=int, default=15)
     parser.add_argument("--label", default="tests")
     parser.add_argument("--summary", help="also append the closing lines to this file")
+    parser.add_argument(
+        "--failed", help='append "BINARY TEST" for each failed test to this file (to run it again)'
+    )
     args = parser.parse_args()
 
     binary = "?"
@@ -39,6 +43,7 @@ def main() -> int:
     open_test = None  # a "test X ... " line whose result has not come yet
     times = []  # (seconds, binary, test)
     passed = failed = 0
+    failed_tests = []  # (binary, test)
     failures = []  # lines of the "---- X stdout ----" sections
     in_failure = False
     compiled = []  # crates cargo compiled while the tests ran: a build the scripts did not share
@@ -57,6 +62,8 @@ def main() -> int:
             continue
         if m := RESULT.match(text):
             times.append((now - since, binary, m.group(1)))
+            if m.group(2) == "FAILED":
+                failed_tests.append((binary, m.group(1)))
             since, open_test = now, None
             continue
         if m := STARTED.match(text):
@@ -64,6 +71,8 @@ def main() -> int:
             continue
         if open_test is not None and text.strip() in ("ok", "FAILED", "ignored"):
             times.append((now - since, binary, open_test))
+            if text.strip() == "FAILED":
+                failed_tests.append((binary, open_test))
             since, open_test = now, None
             continue
         if m := SUMMARY.match(text):
@@ -84,7 +93,7 @@ def main() -> int:
             f"{args.label}: cargo compiled {len(compiled)} crates again after the shared build "
             f"(a command whose packages or settings differ): {' '.join(compiled)}"
         )
-    if times:
+    if times and args.slowest > 0:
         closing.append(f"{args.label}: the {min(args.slowest, len(times))} slowest of {len(times)}")
         for seconds, binary, test in sorted(times, reverse=True)[: args.slowest]:
             closing.append(f"  {seconds:7.1f} s  {binary}  {test}")
@@ -96,12 +105,17 @@ def main() -> int:
             continue
         if "panicked at" in text:
             closing.append(f"failed: {name}")
-            keep = 8
+            keep = 12
+        if text.startswith("stack backtrace:"):
+            keep = 0
         if keep:
             closing.append(f"  | {text}")
             keep -= 1
     closing.append(f"{args.label}: {passed} passed, {failed} failed")
     print("\n".join(closing))
+    if args.failed:
+        with open(args.failed, "a", encoding="utf-8") as out:
+            out.writelines(f"{binary} {test}\n" for binary, test in failed_tests)
     if args.summary:
         with open(args.summary, "a", encoding="utf-8") as out:
             out.write("\n".join(closing) + "\n")

@@ -57,12 +57,20 @@ trap 'rm -rf "$work"' EXIT
 # Servers of the test clusters that exit unasked are reported here by fluss-cluster.sh (their
 # directories are removed when the tests end); printed at the end when not empty.
 export FLUSS_DEATH_REPORT=$work/deaths.log
+# A cluster lane's failed tests are run once more, each alone (scripts/run-again.sh).
+source scripts/run-again.sh
 run_lane() {
   local name=$1
   shift
   set +e
-  "$@" 2>&1 | scripts/test-times.py --label "tests ($name)" --summary "$work/$name.summary" >"$work/$name.log"
+  "$@" 2>&1 | scripts/test-times.py --label "tests ($name)" --summary "$work/$name.summary" \
+    --failed "$work/$name.failed" >"$work/$name.log"
   local rc=${PIPESTATUS[0]}
+  if [ "$rc" != 0 ] && [ "$name" != offline ]; then
+    run_failed_again "tests ($name)" "$work/$name.failed" "$work/$name.log" "$work/$name.summary" \
+      >>"$work/$name.log" 2>&1
+    rc=$?
+  fi
   set -e
   return "$rc"
 }
