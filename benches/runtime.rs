@@ -39,7 +39,8 @@
 //! that build of the plugin, right after this one in each round, and the ratios per round: an
 //! A/B of two commits in one run), `FLUSS_PLUGIN_LIBRARY=PATH` (that build instead of this
 //! one). Each run also reports the CPU time `iggy-connectors` used per row, which holds better
-//! than rows/s on a loaded machine.
+//! than rows/s on a loaded machine, and the CPU the whole machine (every process) spent per row
+//! with how busy its cores were.
 
 mod common;
 
@@ -110,6 +111,9 @@ struct Outcome {
     rss_kib: u64,
     /// CPU seconds `iggy-connectors` used (start, open and the whole read).
     cpu: f64,
+    /// CPU seconds the whole machine was busy over the same time (every process: the Fluss
+    /// cluster, `iggy-server`, `iggy-connectors`, this bench's polling).
+    machine_cpu: f64,
     first: Message,
     /// Rows in the first message (they landed at the span's start, so are not counted).
     first_rows: u64,
@@ -127,6 +131,17 @@ impl Outcome {
     /// CPU microseconds of the runtime process per row.
     fn cpu_us_per_row(&self) -> f64 {
         self.cpu * 1e6 / self.rows.max(1) as f64
+    }
+
+    /// CPU microseconds the whole machine spent per row.
+    fn machine_us_per_row(&self) -> f64 {
+        self.machine_cpu * 1e6 / self.rows.max(1) as f64
+    }
+
+    /// How busy the machine's cores were over the run (1.0: every core all the time).
+    fn machine_load(&self) -> f64 {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        self.machine_cpu / (self.wall.max(1e-6) * cores)
     }
 }
 
@@ -200,6 +215,7 @@ fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
     connector.batch_length = run.batch_length;
     connector.linger_time = run.linger_time.clone();
     let started = Instant::now();
+    let machine_started = common::machine_busy_seconds();
     let mut runtime = ConnectorsRuntime::start(&server, &dir.join("runtime"), &[connector]);
     let pid = runtime.pid().expect("runtime pid");
     let perf = perf_dir.and_then(|d| start_perf(pid, &d.join(format!("{}-{pid}.data", run.label))));
@@ -235,6 +251,7 @@ fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
     .as_secs_f64();
     let rss_kib = common::peak_rss_kib(&pid.to_string());
     let cpu = common::cpu_seconds(&pid.to_string());
+    let machine_cpu = common::machine_busy_seconds() - machine_started;
     stop_perf(perf);
     runtime.stop(Stop::Kill);
     let first = message_at(&server, &dir, 0, 1).remove(0);
@@ -280,6 +297,7 @@ fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
         wall,
         rss_kib,
         cpu,
+        machine_cpu,
         first,
         first_rows,
         rows,
@@ -546,7 +564,7 @@ fn main() {
             ceiling.label = format!("{}_r{round}", ceiling.label);
             let theirs = measure(&base, &ceiling, None);
             eprintln!(
-                "round {round} {:<10} {:>9}/s ({:.2} s, wall {:.2} s, {} msgs, RSS {:.1} MiB, CPU {:.2} us/row); ceiling {:>9}/s ({:.2} s, RSS {:.1} MiB, CPU {:.2} us/row)",
+                "round {round} {:<10} {:>9}/s ({:.2} s, wall {:.2} s, {} msgs, RSS {:.1} MiB, CPU {:.2} us/row, machine {:.2} us/row at {:.0}% busy); ceiling {:>9}/s ({:.2} s, RSS {:.1} MiB, CPU {:.2} us/row)",
                 shape.name,
                 fmt_rate(ours.rate()),
                 ours.span,
@@ -554,6 +572,8 @@ fn main() {
                 ours.messages,
                 ours.rss_kib as f64 / 1024.0,
                 ours.cpu_us_per_row(),
+                ours.machine_us_per_row(),
+                ours.machine_load() * 100.0,
                 fmt_rate(theirs.rate() * ours.rows as f64 / ours.messages as f64),
                 theirs.span,
                 theirs.rss_kib as f64 / 1024.0,
@@ -624,6 +644,15 @@ fn main() {
             "           iggy-connectors CPU per row: {cpu:.2} us (ceiling {ceiling_cpu:.2} us); per round: {}",
             runs.iter()
                 .map(|(o, _)| format!("{:.2}", o.cpu_us_per_row()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!(
+            "           machine CPU per row (every process): {:.2} us, cores {:.0}% busy; per round: {}",
+            median(runs.iter().map(|(o, _)| o.machine_us_per_row()).collect()),
+            median(runs.iter().map(|(o, _)| o.machine_load()).collect()) * 100.0,
+            runs.iter()
+                .map(|(o, _)| format!("{:.2} us at {:.0}%", o.machine_us_per_row(), o.machine_load() * 100.0))
                 .collect::<Vec<_>>()
                 .join(", ")
         );

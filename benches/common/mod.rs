@@ -32,6 +32,30 @@ pub fn peak_rss_kib(pid: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds the whole machine has spent busy so far (every core, every process: user, nice,
+/// system, irq, softirq, steal of `/proc/stat`'s `cpu` line): what a run costs the machine
+/// when its servers share it, and with the wall time how close the cores were to saturated.
+pub fn machine_busy_seconds() -> f64 {
+    const USER_HZ: f64 = 100.0;
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|stat| {
+            let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+            let ticks: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .map(|v| v.parse().unwrap_or(0))
+                .collect();
+            // user nice system idle iowait irq softirq steal: all but idle and iowait.
+            let busy = [0, 1, 2, 5, 6, 7]
+                .iter()
+                .map(|&i| ticks.get(i).copied().unwrap_or(0))
+                .sum::<u64>();
+            Some(busy as f64 / USER_HZ)
+        })
+        .unwrap_or(0.0)
+}
+
 /// CPU seconds (user + system, all threads) process `pid` has used so far: a cost per row that
 /// holds on a loaded machine, where wall-clock rates move with the load.
 pub fn cpu_seconds(pid: &str) -> f64 {
