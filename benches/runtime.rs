@@ -564,7 +564,7 @@ fn main() {
             ceiling.label = format!("{}_r{round}", ceiling.label);
             let theirs = measure(&base, &ceiling, None);
             eprintln!(
-                "round {round} {:<10} {:>9}/s ({:.2} s, wall {:.2} s, {} msgs, RSS {:.1} MiB, CPU {:.2} us/row, machine {:.2} us/row at {:.0}% busy); ceiling {:>9}/s ({:.2} s, RSS {:.1} MiB, CPU {:.2} us/row)",
+                "round {round} {:<10} {:>9}/s ({:.2} s, wall {:.2} s, {} msgs, RSS {:.1} MiB, CPU {:.2} us/row, machine {:.2} us/row at {:.0}% busy); ceiling {:>9}/s ({:.2} s, RSS {:.1} MiB, CPU {:.2} us/row, machine {:.2} us/row at {:.0}% busy)",
                 shape.name,
                 fmt_rate(ours.rate()),
                 ours.span,
@@ -578,6 +578,8 @@ fn main() {
                 theirs.span,
                 theirs.rss_kib as f64 / 1024.0,
                 theirs.cpu * 1e6 / ours.rows.max(1) as f64,
+                theirs.machine_cpu * 1e6 / ours.rows.max(1) as f64,
+                theirs.machine_load() * 100.0,
             );
             results.entry(shape.name).or_default().push((ours, theirs));
             if is_ipc(shape) && bare.len() == round {
@@ -648,9 +650,15 @@ fn main() {
                 .join(", ")
         );
         println!(
-            "           machine CPU per row (every process): {:.2} us, cores {:.0}% busy; per round: {}",
+            "           machine CPU per row (every process): {:.2} us, cores {:.0}% busy (ceiling {:.2} us, {:.0}%); per round: {}",
             median(runs.iter().map(|(o, _)| o.machine_us_per_row()).collect()),
             median(runs.iter().map(|(o, _)| o.machine_load()).collect()) * 100.0,
+            median(
+                runs.iter()
+                    .map(|(o, c)| c.machine_cpu * 1e6 / o.rows.max(1) as f64)
+                    .collect()
+            ),
+            median(runs.iter().map(|(_, c)| c.machine_load()).collect()) * 100.0,
             runs.iter()
                 .map(|(o, _)| format!("{:.2} us at {:.0}%", o.machine_us_per_row(), o.machine_load() * 100.0))
                 .collect::<Vec<_>>()
