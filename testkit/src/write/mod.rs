@@ -31,19 +31,67 @@ pub async fn append_rows<'a>(
         .new_append()
         .and_then(|append| append.create_writer())
         .unwrap_or_else(|e| panic!("append writer for {path}: {e}"));
-    let mut count = 0;
+    let mut acks = Acks::new(path);
     for row in rows {
-        // The per-row future only reports this row's ack; flush below waits
-        // for all of them, so dropping it is fine.
-        drop(
-            writer
-                .append(&row)
-                .unwrap_or_else(|e| panic!("append row {count} to {path}: {e}")),
-        );
-        count += 1;
+        let ack = writer
+            .append(&row)
+            .unwrap_or_else(|e| panic!("append row {} to {path}: {e}", acks.count));
+        acks.push(ack).await;
     }
     flush(path, writer.flush()).await;
-    count
+    acks.all().await
+}
+
+/// The per-row acknowledgements of one helper's writes: a flush waits for every batch, but a
+/// row the server refused is reported only by its own future, so each is awaited (the oldest
+/// once [`ACKS_IN_FLIGHT`] wait, which keeps memory bounded without waiting row by row) and a
+/// refusal panics with the row's number and cause instead of the row going missing.
+struct Acks<'p> {
+    path: &'p TablePath,
+    pending: std::collections::VecDeque<(usize, fluss::client::WriteResultFuture)>,
+    count: usize,
+}
+
+/// Row acknowledgements kept before the oldest is awaited.
+const ACKS_IN_FLIGHT: usize = 50_000;
+
+impl<'p> Acks<'p> {
+    fn new(path: &'p TablePath) -> Self {
+        Self {
+            path,
+            pending: Default::default(),
+            count: 0,
+        }
+    }
+
+    async fn push(&mut self, ack: fluss::client::WriteResultFuture) {
+        self.pending.push_back((self.count, ack));
+        self.count += 1;
+        if self.pending.len() > ACKS_IN_FLIGHT {
+            if let Some((row, oldest)) = self.pending.pop_front() {
+                self.check(row, oldest).await;
+            }
+        }
+    }
+
+    async fn check(&self, row: usize, ack: fluss::client::WriteResultFuture) {
+        let path = self.path;
+        match tokio::time::timeout(FLUSH_TIMEOUT, ack).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => panic!("write of row {row} to {path} was refused: {e}"),
+            Err(_) => {
+                panic!("write of row {row} to {path} not acknowledged within {FLUSH_TIMEOUT:?}")
+            }
+        }
+    }
+
+    /// Awaits the rest (after the flush, all are done); returns how many rows were written.
+    async fn all(mut self) -> usize {
+        while let Some((row, ack)) = self.pending.pop_front() {
+            self.check(row, ack).await;
+        }
+        self.count
+    }
 }
 
 /// One write to a primary-key table.
@@ -88,17 +136,17 @@ pub async fn write_changes<'a>(
         .new_upsert()
         .and_then(|upsert| upsert.create_writer())
         .unwrap_or_else(|e| panic!("upsert writer for {path}: {e}"));
-    let mut count = 0;
+    let mut acks = Acks::new(path);
     for change in changes {
         let queued = match &change {
             Change::Upsert(row) => writer.upsert(row),
             Change::Delete(row) => writer.delete(row),
         };
-        drop(queued.unwrap_or_else(|e| panic!("write row {count} to {path}: {e}")));
-        count += 1;
+        let ack = queued.unwrap_or_else(|e| panic!("write row {} to {path}: {e}", acks.count));
+        acks.push(ack).await;
     }
     flush(path, writer.flush()).await;
-    count
+    acks.all().await
 }
 
 async fn flush(
