@@ -9,10 +9,10 @@ of the one before it (or the binary's "running N tests" line) to its own result 
 on a later line when the test wrote to the raw stderr).
 
 At the end it prints the N slowest tests, each failed test's name ("failed: NAME") and its
-panic message up to the backtrace ("  | LINE"), and one closing line for all binaries together ("tests: N
-passed, N failed"), so that they end the output (CI keeps its tail); --summary FILE appends the
-same lines to FILE, where scripts/closing-lines.sh gathers those of several runs; --failed FILE
-appends "BINARY TEST" for each failed test, for scripts/run-again.sh.
+panic message up to the backtrace ("  | LINE"), and one closing line for all binaries together
+("tests: N passed, N failed"), so that they end the output (CI keeps its tail); --summary FILE
+appends the same lines to FILE, where scripts/closing-lines.sh gathers those of several runs;
+--failed FILE appends "BINARY TEST" for each failed test, for scripts/run-again.sh.
 """
 
 import argparse

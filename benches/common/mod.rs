@@ -32,11 +32,14 @@ pub fn peak_rss_kib(pid: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The unit of `/proc`'s CPU times: Linux reports them in USER_HZ, which is 100 on every
+/// architecture it exposes to user space.
+const USER_HZ: f64 = 100.0;
+
 /// CPU seconds the whole machine has spent busy so far (every core, every process: user, nice,
 /// system, irq, softirq, steal of `/proc/stat`'s `cpu` line): what a run costs the machine
 /// when its servers share it, and with the wall time how close the cores were to saturated.
 pub fn machine_busy_seconds() -> f64 {
-    const USER_HZ: f64 = 100.0;
     std::fs::read_to_string("/proc/stat")
         .ok()
         .and_then(|stat| {
@@ -59,8 +62,6 @@ pub fn machine_busy_seconds() -> f64 {
 /// CPU seconds (user + system, all threads) process `pid` has used so far: a cost per row that
 /// holds on a loaded machine, where wall-clock rates move with the load.
 pub fn cpu_seconds(pid: &str) -> f64 {
-    // Linux reports these in USER_HZ, which is 100 on every architecture it exposes to user space.
-    const USER_HZ: f64 = 100.0;
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {
