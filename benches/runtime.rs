@@ -290,6 +290,11 @@ fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
     };
     let span = last_message.timestamp.saturating_sub(first.timestamp) as f64 / 1e6;
     server.stop();
+    if let Some(keep) = std::env::var_os("RUNTIME_KEEP_LOGS") {
+        let keep = PathBuf::from(keep);
+        let _ = std::fs::create_dir_all(&keep);
+        let _ = std::fs::copy(runtime.log_path(), keep.join(format!("{}.log", run.label)));
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Outcome {
         messages,

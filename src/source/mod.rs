@@ -41,6 +41,7 @@ use crate::schemas::Change;
 use crate::scope::share::Assignment;
 use crate::scope::stop::Bound;
 use crate::source::queue::Buckets;
+use crate::source::snapshot_ahead::OpenAhead;
 use crate::source::telemetry::Telemetry;
 use crate::state::{SavedState, Scope};
 
@@ -48,6 +49,7 @@ mod finish;
 mod open;
 pub mod queue;
 mod recovery;
+mod snapshot_ahead;
 mod snapshot_phase;
 pub mod telemetry;
 mod upkeep;
@@ -98,6 +100,8 @@ pub struct FlussSource {
     lease: Lease,
     /// Credentials for KV snapshot files on an object store (fetched on first need).
     remote_credentials: RemoteCredentials,
+    /// The next bucket's snapshot, opened while the one before it is handed over.
+    ahead: Option<OpenAhead>,
 }
 
 impl Source for FlussSource {
@@ -208,6 +212,7 @@ impl Source for FlussSource {
             set_aside,
             lease,
             remote_credentials: RemoteCredentials::default(),
+            ahead: None,
         })
     }
 
@@ -258,6 +263,7 @@ impl Source for FlussSource {
         // Also the snapshots being handed over: their local copies are removed. Their lease
         // stays, so a restart goes on with the same snapshots (or it expires).
         self.buckets.clear_all();
+        self.discard_ahead().await;
         self.telemetry.closed();
         // Unregisters this connector's metrics (and frees the port if it was the last).
         self.telemetry.metrics = Metrics::off();

@@ -155,6 +155,7 @@ impl FlussSource {
         // Snapshots not acknowledged whole are taken again (their buckets are pending in
         // `committed`).
         self.buckets.clear_all();
+        self.discard_ahead().await;
         self.rebuild(&committed).await
     }
 }

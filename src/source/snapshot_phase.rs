@@ -7,15 +7,18 @@
 //! its first snapshot not taken yet) reads its changelog from its earliest offset, which
 //! then still holds every change.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use fluss::metadata::RowType;
 use fluss::rpc::message::OffsetSpec;
+use fluss::SnapshotId;
 
 use super::{FlussSource, RETRY_PAUSE};
 use crate::client::discovery::PartitionNames;
 use crate::client::kv_snapshot::ahead::ReadAhead;
+use crate::client::kv_snapshot::credentials::RemoteCredentials;
 use crate::client::kv_snapshot::rows::{KvRows, Layout};
 use crate::client::kv_snapshot::{files, latest, Opened};
 use crate::client::offsets;
@@ -99,6 +102,7 @@ impl FlussSource {
                 }
                 let continue_at = opened.continue_at;
                 self.buckets.queue_snapshot(key, opened)?;
+                self.open_ahead(key, positions).await;
                 continue_at
             }
             None => {
@@ -160,7 +164,18 @@ impl FlussSource {
                     resume.snapshot, resume.rows
                 ));
             }
+        } else if let Some(copied) = self.take_ahead(key).await {
+            // Opened while the bucket before it was handed over.
+            return unanswered_if_gone(key, copied).map(|copied| Some(self.copied(copied)));
         }
+        let Some(snapshot) = self.leased_latest(key).await? else {
+            return Ok(None);
+        };
+        unanswered_if_gone(key, self.open(key, snapshot, 0, started).await).map(Some)
+    }
+
+    /// The latest KV snapshot of `key`, leased; `None` while the bucket has none.
+    pub(super) async fn leased_latest(&mut self, key: BucketKey) -> Result<Option<SnapshotId>> {
         let Some(latest) = latest::latest(&self.table, key, self.buckets.partitions()).await?
         else {
             return Ok(None);
@@ -169,28 +184,36 @@ impl FlussSource {
             // Replaced by a newer snapshot between the listing and the lease.
             return Err(Error::SnapshotUnanswered { key });
         }
-        match self.open(key, latest.id, 0, started).await {
-            // Deleted between the listing and the copy: the next attempt lists it anew.
-            Err(error) if snapshot_not_found(&error) => Err(Error::SnapshotUnanswered { key }),
-            result => result.map(Some),
-        }
+        Ok(Some(latest.id))
     }
 
     /// Copies KV snapshot `snapshot` of `key` (leased) and opens it past its first `skip` rows.
     async fn open(
         &mut self,
         key: BucketKey,
-        snapshot: fluss::SnapshotId,
+        snapshot: SnapshotId,
         skip: u64,
         started: Instant,
     ) -> Result<Opened> {
-        let root = &self.config.snapshot_dir;
-        let owner = self.lease.id();
-        let credentials = &mut self.remote_credentials;
-        let copy = files::copy(&self.table, key, snapshot, root, owner, credentials).await?;
-        let (disk_bytes, taken_at) = (copy.bytes, copy.log_offset);
-        self.telemetry
-            .snapshot_copied(key, snapshot, disk_bytes, copy.dir(), started.elapsed());
+        let opening = self.opening().await?;
+        let copied = opening
+            .open(key, snapshot, skip, started, &mut self.remote_credentials)
+            .await?;
+        Ok(self.copied(copied))
+    }
+
+    /// Logs where a snapshot's files were copied; the snapshot, ready to be handed over.
+    pub(super) fn copied(&self, copied: Copied) -> Opened {
+        let Copied { opened, dir, took } = copied;
+        if let Some(snapshot) = opened.snapshot_id {
+            self.telemetry
+                .snapshot_copied(opened.key, snapshot, opened.disk_bytes, &dir, took);
+        }
+        opened
+    }
+
+    /// What opening a KV snapshot of the table takes, with the schema versions it may hold.
+    pub(super) async fn opening(&mut self) -> Result<Opening> {
         // JSON: a read batch per `batch_size` messages. Arrow IPC: `batch_size` counts
         // messages of many rows each, so read the most rows at once (one message each, or
         // fewer rows where `max_batch_bytes` cuts it).
@@ -198,7 +221,8 @@ impl FlussSource {
             PayloadFormat::Json => self.config.batch_size.clamp(256, 16_384),
             PayloadFormat::ArrowIpc => 16_384,
         };
-        // The snapshot may hold rows of versions no fetched batch showed yet.
+        // The snapshot (listed before this) may hold rows of versions no fetched batch
+        // showed yet.
         let changes = schemas::up_to_latest(&self.table).await?;
         self.schema_changed(&changes);
         let layout = Layout::of(&self.table);
@@ -206,21 +230,13 @@ impl FlussSource {
             Some(_) => RowType::new(self.table.fields.clone()),
             None => layout.row_type.clone(),
         };
-        let mut rows = KvRows::open(&layout, key, copy, batch_rows)?;
-        let skipped = rows.skip(skip)?;
-        let dir = rows.dir().to_path_buf();
-        let rows = ReadAhead::start(key, dir, Box::new(rows))?;
-        Ok(Opened {
-            key,
-            snapshot_id: Some(snapshot),
-            rows: Box::new(rows),
+        Ok(Opening {
+            table: self.table.clone(),
+            root: self.config.snapshot_dir.clone(),
+            owner: self.lease.id().to_owned(),
+            layout,
             row_type: Arc::new(row_type),
-            started,
-            taken_at,
-            continue_at: taken_at,
-            exact: true,
-            disk_bytes,
-            skipped,
+            batch_rows,
         })
     }
 
@@ -260,8 +276,78 @@ async fn earliest(table: &Table, key: BucketKey, names: &PartitionNames) -> Resu
         .ok_or(Error::SnapshotUnanswered { key })
 }
 
+/// A snapshot listed and leased, then deleted before its files were copied, is not an
+/// error: the next attempt lists the bucket's snapshots anew.
+fn unanswered_if_gone<T>(key: BucketKey, opened: Result<T>) -> Result<T> {
+    match opened {
+        Err(error) if snapshot_not_found(&error) => Err(Error::SnapshotUnanswered { key }),
+        result => result,
+    }
+}
+
 /// Whether `error` says the coordinator no longer knows the KV snapshot asked for.
 fn snapshot_not_found(error: &Error) -> bool {
     matches!(error, Error::Fluss { cause, .. }
         if cause.api_error() == Some(fluss::error::FlussError::KvSnapshotNotExist))
+}
+
+/// What opening a bucket's KV snapshot needs, owned: it can run on a task of its own
+/// ([`super::snapshot_ahead`]).
+pub(super) struct Opening {
+    table: Table,
+    root: PathBuf,
+    /// The lease's id, which names the connector instance's directory under `root`.
+    owner: String,
+    layout: Layout,
+    row_type: Arc<RowType>,
+    batch_rows: usize,
+}
+
+/// A snapshot copied and opened, with where its files are and how long copying them took.
+pub(super) struct Copied {
+    pub opened: Opened,
+    pub dir: PathBuf,
+    pub took: std::time::Duration,
+}
+
+impl Opening {
+    /// Copies KV snapshot `snapshot` of `key` (leased) and opens it past its first `skip`
+    /// rows, its first batches read on a thread of their own.
+    pub(super) async fn open(
+        self,
+        key: BucketKey,
+        snapshot: SnapshotId,
+        skip: u64,
+        started: Instant,
+        credentials: &mut RemoteCredentials,
+    ) -> Result<Copied> {
+        let copy = files::copy(
+            &self.table,
+            key,
+            snapshot,
+            &self.root,
+            &self.owner,
+            credentials,
+        )
+        .await?;
+        let took = started.elapsed();
+        let (disk_bytes, taken_at) = (copy.bytes, copy.log_offset);
+        let mut rows = KvRows::open(&self.layout, key, copy, self.batch_rows)?;
+        let skipped = rows.skip(skip)?;
+        let dir = rows.dir().to_path_buf();
+        let rows = ReadAhead::start(key, dir.clone(), Box::new(rows))?;
+        let opened = Opened {
+            key,
+            snapshot_id: Some(snapshot),
+            rows: Box::new(rows),
+            row_type: self.row_type,
+            started,
+            taken_at,
+            continue_at: taken_at,
+            exact: true,
+            disk_bytes,
+            skipped,
+        };
+        Ok(Copied { opened, dir, took })
+    }
 }

@@ -34,18 +34,16 @@ pub struct ReadAhead {
 impl ReadAhead {
     /// Starts reading `rows` (bucket `key`'s, copied to `dir`) at once. The thread ends after
     /// the last batch, after an error, or when this is dropped.
-    pub fn start(key: BucketKey, dir: PathBuf, mut rows: Box<dyn RowBatches>) -> Result<Self> {
+    pub fn start(key: BucketKey, dir: PathBuf, rows: Box<dyn RowBatches>) -> Result<Self> {
         let (send, batches) = sync_channel::<Read>(AHEAD);
         let copy = dir.clone();
         let reader = std::thread::Builder::new()
             .name(format!("fluss-snapshot-{}", key.bucket))
-            .spawn(move || loop {
-                let read = catch_unwind(AssertUnwindSafe(|| rows.next_batch()))
-                    .unwrap_or_else(|panic| Err(panicked(key, copy.clone(), &*panic)));
-                let last = !matches!(read, Ok(Some(_)));
+            .spawn(move || {
                 // A send fails when the reader was dropped: nothing more is wanted.
-                if send.send(read).is_err() || last {
-                    break;
+                let mut each = |read: Read| send.send(read).is_ok();
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| rows.read_each(&mut each))) {
+                    let _ = send.send(Err(panicked(key, copy, &*panic)));
                 }
             })
             .map_err(|cause| {

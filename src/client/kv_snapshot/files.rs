@@ -150,7 +150,9 @@ async fn fetch(
         out.write_all(&bytes).map_err(disk)?;
         at = end;
     }
-    out.sync_all().map_err(disk)?;
+    // Not synced to disk: the copy is a cache for this process, which RocksDB reads through
+    // the page cache; after a crash it is removed and copied again, and a full disk fails
+    // the writes above.
     Ok(size)
 }
 

@@ -36,6 +36,27 @@ use crate::position::{BucketKey, Offset};
 pub trait RowBatches: Send + Sync {
     /// The next rows (at most the reader's batch size), `None` once all were read.
     fn next_batch(&mut self) -> Result<Option<RecordBatch>>;
+
+    /// Hands every batch in turn to `each` (then the end, or the error that stops it) until
+    /// `each` returns `false`: what a reader that keeps a position between batches does
+    /// faster than one [`RowBatches::next_batch`] at a time.
+    fn read_each(mut self: Box<Self>, each: &mut dyn FnMut(Result<Option<RecordBatch>>) -> bool) {
+        hand_each(|| self.next_batch(), each);
+    }
+}
+
+/// Hands the batches of `next` to `each` until the end, an error, or `each` returns `false`.
+fn hand_each(
+    mut next: impl FnMut() -> Result<Option<RecordBatch>>,
+    each: &mut dyn FnMut(Result<Option<RecordBatch>>) -> bool,
+) {
+    loop {
+        let read = next();
+        let last = !matches!(read, Ok(Some(_)));
+        if !each(read) || last {
+            break;
+        }
+    }
 }
 
 /// A bucket's snapshot, opened and ready to be handed over.
