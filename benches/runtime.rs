@@ -33,7 +33,7 @@
 //! `E2E_ROWS` (log table, default 1,000,000), `E2E_PK_ROWS` (default 500,000), `E2E_REPEAT`
 //! (rounds, default 3; each figure is the median over rounds), `RUNTIME_SHAPES` (a comma list
 //! of the shapes above), `RUNTIME_PERF=DIR` (`perf record -g` of the runtime during each
-//! plugin run, into DIR), `RUNTIME_SWEEP=N` (instead of the shapes: the test source alone
+//! plugin run, into DIR), `RUNTIME_KEEP_LOGS=DIR` (each run's runtime log, copied into DIR), `RUNTIME_SWEEP=N` (instead of the shapes: the test source alone
 //! with N messages per variant of header set, payload size and batching), `FLUSS_BOOTSTRAP`
 //! (a running cluster instead of a fresh one), `RUNTIME_BASELINE=PATH` (every shape also with
 //! that build of the plugin, right after this one in each round, and the ratios per round: an

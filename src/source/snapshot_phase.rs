@@ -165,8 +165,12 @@ impl FlussSource {
                 ));
             }
         } else if let Some(copied) = self.take_ahead(key).await {
-            // Opened while the bucket before it was handed over.
-            return unanswered_if_gone(key, copied).map(|copied| Some(self.copied(copied)));
+            // Opened while the bucket before it was handed over; its time counts from its turn.
+            return unanswered_if_gone(key, copied).map(|copied| {
+                let mut opened = self.copied(copied);
+                opened.started = started;
+                Some(opened)
+            });
         }
         let Some(snapshot) = self.leased_latest(key).await? else {
             return Ok(None);
