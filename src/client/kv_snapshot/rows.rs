@@ -442,6 +442,46 @@ mod tests {
         assert!(!dir.exists(), "the copy is removed with its reader");
     }
 
+    /// The ids of each batch `read_each` hands over, until `each` has taken `stop_after`.
+    fn ids_each(rows: KvRows, stop_after: usize) -> (Vec<Vec<i64>>, bool) {
+        let mut batches = Vec::new();
+        let mut ended = false;
+        Box::new(rows).read_each(&mut |read| match read.unwrap() {
+            Some(batch) => {
+                let ids = batch.column(0).as_any().downcast_ref::<Int64Array>();
+                batches.push(ids.unwrap().values().to_vec());
+                batches.len() < stop_after
+            }
+            None => {
+                ended = true;
+                false
+            }
+        });
+        (batches, ended)
+    }
+
+    #[test]
+    fn one_iterator_for_every_batch_hands_over_what_batch_by_batch_reads_do() {
+        let each = |skip, stop_after| {
+            let copy = database(10, 1);
+            let mut rows = KvRows::open(&layout(None), BucketKey::bucket(0), copy, 3).unwrap();
+            rows.skip(skip).unwrap();
+            ids_each(rows, stop_after)
+        };
+        let copy = database(10, 1);
+        let mut rows = KvRows::open(&layout(None), BucketKey::bucket(0), copy, 3).unwrap();
+        rows.skip(2).unwrap();
+        let by_batch = ids(&mut rows);
+        drop(rows);
+        assert_eq!(by_batch, [vec![2, 3, 4], vec![5, 6, 7], vec![8, 9]]);
+        assert_eq!(each(2, usize::MAX), (by_batch, true), "then the end, once");
+        assert_eq!(
+            each(0, 2),
+            (vec![vec![0, 1, 2], vec![3, 4, 5]], false),
+            "stops when told to"
+        );
+    }
+
     #[test]
     fn skipping_goes_on_after_the_rows_handed_over_and_projection_keeps_the_read_columns() {
         let copy = database(10, 1);
