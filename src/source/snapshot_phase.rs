@@ -1,9 +1,10 @@
 //! Taking bucket snapshots (`starting_offset = "full"`) while polling, from the buckets' KV
-//! snapshot files (see [`crate::client::kv_snapshot`]): one bucket at a time, read a bounded
-//! batch at a time on a thread of its own ([`ReadAhead`]) while the previous batch is encoded.
-//! A bucket's position stays [`Position::Snapshot`] until the last of its
-//! snapshot's rows is in a batch; a Nack or a restart before that batch is acknowledged
-//! takes its snapshot again. A bucket without a KV snapshot yet (nothing written to it, or
+//! snapshot files (see [`crate::client::kv_snapshot`]): handed over one bucket at a time (the
+//! next one opened meanwhile, [`super::snapshot_ahead`]), read a bounded batch at a time on a
+//! thread of its own ([`ReadAhead`]) while the previous batch is encoded. A bucket's position
+//! stays [`Position::Snapshot`] until the last of its snapshot's rows is in a batch; a Nack or
+//! a restart before that batch is acknowledged goes on after the rows acknowledged, in the same
+//! snapshot. A bucket without a KV snapshot yet (nothing written to it, or
 //! its first snapshot not taken yet) reads its changelog from its earliest offset, which
 //! then still holds every change.
 
