@@ -230,7 +230,27 @@ async def consume(args):
         print(out)
 
 
+# The Python client release whose API this consumer calls (later releases changed
+# `poll_messages`).
+IGGY_CLIENT = "0.9.0.dev4"
+
+
+def check_client():
+    """Exits with one clear line if another release of the Iggy client is installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("apache-iggy")
+    except PackageNotFoundError:
+        installed = None
+    if installed != IGGY_CLIENT:
+        found = f"apache-iggy {installed} is installed" if installed else "apache-iggy is missing"
+        sys.exit(f"{found}; this consumer calls the API of {IGGY_CLIENT}: "
+                 f'python3 -m pip install "apache-iggy=={IGGY_CLIENT}"')
+
+
 def main():
+    check_client()
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--server", default="127.0.0.1:8090", help="Iggy TCP address")
     p.add_argument("--user", default="iggy")

@@ -89,4 +89,14 @@ impl FlussSource {
             ahead.discard().await;
         }
     }
+
+    /// Drops the snapshot opened ahead if its bucket is no longer read (its partition was
+    /// dropped), so its files do not wait for the next snapshot or the close.
+    pub(super) async fn discard_ahead_if_gone(&mut self) {
+        if let Some(ahead) = &self.ahead {
+            if !self.buckets.contains(ahead.key) {
+                self.discard_ahead().await;
+            }
+        }
+    }
 }

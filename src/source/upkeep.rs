@@ -180,6 +180,7 @@ impl FlussSource {
             }
             dropped.push((*partition, name));
         }
+        self.discard_ahead_if_gone().await;
         // Registered only once their start offsets are known, so a failed listing is simply
         // retried by the next discovery.
         let new_keys = bucket_keys(&self.table, assignment, changes.added.iter().copied());

@@ -359,15 +359,18 @@ async fn earliest(conn: &FlussConnection, path: &TablePath) -> i64 {
 }
 
 /// A log table whose first 600 rows were written, 40 of them read and acked, and whose log
-/// start has then expired past offset 40: the state saved after those 40 rows points below
-/// the log start. The setup of every `on_offset_out_of_range` test.
+/// start has then expired past the offset after them: the state saved after those 40 rows
+/// points below the log start. The setup of every `on_offset_out_of_range` test.
 struct Truncated {
     cluster: Cluster,
     path: TablePath,
     table: String,
-    /// The saved state: next offset 40 of bucket 0.
+    /// The saved state: next offset `saved` of bucket 0.
     state: Vec<u8>,
-    /// The log start once expiry settled, above 40.
+    /// The offset after the 40 rows read: 40, unless expiry had already begun (a loaded
+    /// machine can take longer than `table.log.ttl` before the first read).
+    saved: i64,
+    /// The log start once expiry settled, above `saved`.
     log_start: i64,
     started: Instant,
 }
@@ -393,36 +396,38 @@ impl Truncated {
                 append(&cluster, &path, chunk * 20..chunk * 20 + 20).await;
             }
         });
-        // Read the first 40 rows and stop: the saved state points at offset 40.
+        // Read the first 40 rows there are and stop: the saved state points after them.
         let mut s = Stream::open(
             &config_on(&cluster, &table, json!({"batch_size": 40})),
             None,
         )
         .expect("open");
         s.read(40, Duration::from_secs(20), Answer::AckAll);
-        assert_eq!(ids(&s.acked), (0..40).collect::<Vec<_>>());
+        let first = s.acked.first().expect("40 rows read").offset;
+        let saved = first + 40;
+        assert_eq!(ids(&s.acked), (first..saved).collect::<Vec<_>>());
         let state = s.close().expect("state");
-        // More rows, then wait until expiry removed offset 40 from the log.
+        // More rows, then wait until expiry removed offset `saved` from the log.
         let log_start = rt().block_on(async {
             for chunk in 20..30 {
                 append(&cluster, &path, chunk * 20..chunk * 20 + 20).await;
             }
             let conn = cluster.connection().await;
             // Expiry removes segments over several task runs; wait until the start is past
-            // 40 and has not moved for 3 s, so it does not move again while a policy is
+            // `saved` and has not moved for 3 s, so it does not move again while a policy is
             // checked.
             let last = std::cell::Cell::new((-1, Instant::now()));
             poll_until(
                 Duration::from_secs(90),
                 Duration::from_millis(500),
-                "the log start to pass offset 40 and settle (table.log.ttl 1s, remote log task every 1s)",
+                "the log start to pass the saved offset and settle (table.log.ttl 1s, remote log task every 1s)",
                 || async {
                     let start = earliest(&conn, &path).await;
                     let (previous, since) = last.get();
                     if start != previous {
                         last.set((start, Instant::now()));
                         Err(format!("log starts at {start}"))
-                    } else if start > 40 && since.elapsed() >= Duration::from_secs(3) {
+                    } else if start > saved && since.elapsed() >= Duration::from_secs(3) {
                         Ok(start)
                     } else {
                         Err(format!("log starts at {start}, settling"))
@@ -440,6 +445,7 @@ impl Truncated {
             path,
             table,
             state,
+            saved,
             log_start,
             started,
         }
@@ -499,7 +505,8 @@ fn truncated_log_with_earliest_continues_at_the_log_start() {
     let errors = t.errors(since);
     assert_eq!(errors.len(), 1, "earliest: one ERROR line, got {errors:#?}");
     assert!(
-        errors[0].contains("bucket 0: offsets 40..") && errors[0].contains("the log was truncated"),
+        errors[0].contains(&format!("bucket 0: offsets {}..", t.saved))
+            && errors[0].contains("the log was truncated"),
         "earliest: the ERROR line names bucket and skipped range: {}",
         errors[0]
     );
@@ -529,7 +536,8 @@ fn truncated_log_with_latest_continues_at_the_end() {
     let errors = t.errors(since);
     assert_eq!(errors.len(), 1, "latest: one ERROR line, got {errors:#?}");
     assert!(
-        errors[0].contains("bucket 0: offsets 40..600") && errors[0].contains("560 rows skipped"),
+        errors[0].contains(&format!("bucket 0: offsets {}..600", t.saved))
+            && errors[0].contains(&format!("{} rows skipped", 600 - t.saved)),
         "latest: the ERROR line names the skipped range: {}",
         errors[0]
     );
@@ -555,8 +563,8 @@ fn truncated_log_with_fail_delivers_nothing_and_keeps_the_state() {
                 .find(|l| {
                     l.level == Level::Error
                         && l.message.contains(&format!(
-                            "of testkit.{}: offset 40 is not on the server",
-                            t.table
+                            "of testkit.{}: offset {} is not on the server",
+                            t.table, t.saved
                         ))
                 })
                 .ok_or("none yet")

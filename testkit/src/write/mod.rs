@@ -149,6 +149,45 @@ pub async fn write_changes<'a>(
     acks.all().await
 }
 
+/// Waits until the tablet servers accept writes of `path`'s newest schema. After an `ALTER
+/// TABLE` the coordinator shows the new schema id before the tablet servers know it, and they
+/// refuse its writes meanwhile ("Invalid schema id"). The probe deletes the keys of `probes`:
+/// rows of the newest schema whose keys are never written (a few, so that every bucket is
+/// likely probed). A delete of a missing key changes nothing and adds nothing to the
+/// changelog (the tablet server skips it).
+pub async fn wait_writable(
+    connection: &FlussConnection,
+    path: &TablePath,
+    probes: &[GenericRow<'_>],
+) {
+    crate::poll_until(
+        FLUSH_TIMEOUT,
+        Duration::from_millis(200),
+        "the tablet servers to accept writes of the newest schema",
+        || async {
+            let table = connection
+                .get_table(path)
+                .await
+                .map_err(|e| e.to_string())?;
+            let writer = table
+                .new_upsert()
+                .and_then(|upsert| upsert.create_writer())
+                .map_err(|e| e.to_string())?;
+            let acks = probes
+                .iter()
+                .map(|probe| writer.delete(probe))
+                .collect::<fluss::error::Result<Vec<_>>>()
+                .map_err(|e| e.to_string())?;
+            writer.flush().await.map_err(|e| e.to_string())?;
+            for ack in acks {
+                ack.await.map_err(|e| e.to_string())?;
+            }
+            Ok::<_, String>(())
+        },
+    )
+    .await;
+}
+
 async fn flush(
     path: &TablePath,
     flushing: impl std::future::Future<Output = fluss::error::Result<()>>,
