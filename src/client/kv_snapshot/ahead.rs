@@ -5,8 +5,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::Mutex;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
@@ -25,6 +25,8 @@ type Read = Result<Option<RecordBatch>>;
 pub struct ReadAhead {
     /// `Mutex` only to be `Sync` (a `Receiver` is not): one caller takes batches at a time.
     batches: Mutex<Receiver<Read>>,
+    /// Batches given back, freed by the reading thread (see [`ReadAhead::start`]).
+    given_back: Sender<Arc<RecordBatch>>,
     reader: Option<JoinHandle<()>>,
     key: BucketKey,
     dir: PathBuf,
@@ -36,12 +38,22 @@ impl ReadAhead {
     /// the last batch, after an error, or when this is dropped.
     pub fn start(key: BucketKey, dir: PathBuf, rows: Box<dyn RowBatches>) -> Result<Self> {
         let (send, batches) = sync_channel::<Read>(AHEAD);
+        let (given_back, returned) = channel::<Arc<RecordBatch>>();
         let copy = dir.clone();
         let reader = std::thread::Builder::new()
             .name(format!("fluss-snapshot-{}", key.bucket))
             .spawn(move || {
-                // A send fails when the reader was dropped: nothing more is wanted.
-                let mut each = |read: Read| send.send(read).is_ok();
+                let mut each = |read: Read| {
+                    // Batches given back are freed on the thread that allocated them. Freed
+                    // on the polling thread, every buffer would go back to this thread's
+                    // malloc arena under that arena's lock, which this thread holds while it
+                    // allocates the next batch (glibc): the two cores then wait on each other.
+                    while let Ok(batch) = returned.try_recv() {
+                        drop(batch);
+                    }
+                    // A send fails when the reader was dropped: nothing more is wanted.
+                    send.send(read).is_ok()
+                };
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| rows.read_each(&mut each))) {
                     let _ = send.send(Err(panicked(key, copy, &*panic)));
                 }
@@ -55,6 +67,7 @@ impl ReadAhead {
             })?;
         Ok(Self {
             batches: Mutex::new(batches),
+            given_back,
             reader: Some(reader),
             key,
             dir,
@@ -102,6 +115,12 @@ impl RowBatches for ReadAhead {
         });
         self.done = !matches!(read, Ok(Some(_)));
         read
+    }
+
+    /// Sends `batch` back to the reading thread, which frees it before its next batch. Once
+    /// that thread has ended, the send fails and the batch is dropped here.
+    fn give_back(&mut self, batch: Arc<RecordBatch>) {
+        let _ = self.given_back.send(batch);
     }
 }
 
@@ -229,6 +248,29 @@ mod tests {
             1,
             "closed when the drop returns"
         );
+    }
+
+    #[test]
+    fn a_batch_given_back_is_freed_by_the_reading_thread_before_it_reads_far_ahead() {
+        let (rows, _, _) = counted(10);
+        let mut ahead = start(rows);
+        let first = Arc::new(ahead.next_batch().unwrap().unwrap());
+        let freed = Arc::downgrade(&first);
+        ahead.give_back(first);
+        // The thread's next hand-over that starts after the give-back frees it: by the time
+        // the third batch after it is taken, that hand-over has happened.
+        let later: Vec<i64> = (0..3)
+            .map(|_| id(&ahead.next_batch().unwrap().unwrap()))
+            .collect();
+        assert_eq!(later, [1, 2, 3]);
+        assert!(freed.upgrade().is_none(), "the batch given back was freed");
+        // Given back after the thread has ended, a batch is dropped where it is.
+        while ahead.next_batch().unwrap().is_some() {}
+        drop(ahead.reader.take().unwrap().join());
+        let last = Arc::new(RecordBatch::new_empty(Arc::new(Schema::empty())));
+        let dropped = Arc::downgrade(&last);
+        ahead.give_back(last);
+        assert!(dropped.upgrade().is_none());
     }
 
     #[test]

@@ -43,6 +43,12 @@ pub trait RowBatches: Send + Sync {
     fn read_each(mut self: Box<Self>, each: &mut dyn FnMut(Result<Option<RecordBatch>>) -> bool) {
         hand_each(|| self.next_batch(), each);
     }
+
+    /// Takes back a batch it handed out, once nothing reads it any more: a reader on a thread
+    /// of its own ([`ahead::ReadAhead`]) frees it there. By default it is dropped here.
+    fn give_back(&mut self, batch: Arc<RecordBatch>) {
+        drop(batch);
+    }
 }
 
 /// Hands the batches of `next` to `each` until the end, an error, or `each` returns `false`.

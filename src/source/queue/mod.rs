@@ -313,10 +313,13 @@ impl Buckets {
                         }
                     };
                     total += consumed;
-                    snapshot.advance(consumed);
                     if let Some(last) = consumed.checked_sub(1).and_then(|i| rows.get(i)) {
                         self.times.insert(key, last.timestamp());
                     }
+                    // Before the next batch is read: the records hold the current one, which
+                    // goes back to its reader when its rows are used up.
+                    drop(rows);
+                    snapshot.advance(consumed);
                     let (fetched, kept) = snapshot.take_counts();
                     self.snapshot_rows.0 += fetched;
                     self.snapshot_rows.1 += kept;

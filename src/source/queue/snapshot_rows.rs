@@ -30,6 +30,8 @@ pub struct Snapshot {
     filter: Option<Filter>,
     /// The current batch (the rows the filter kept), `None` once the source is exhausted.
     row: Option<ColumnarRow>,
+    /// The batch `row` reads, given back to the source once its rows are handed over.
+    batch: Option<Arc<RecordBatch>>,
     /// Rows in the current batch.
     rows: usize,
     /// The next row of the current batch.
@@ -80,6 +82,7 @@ impl Snapshot {
             row_type: opened.row_type,
             filter,
             row: None,
+            batch: None,
             rows: 0,
             next: 0,
             base: opened.skipped,
@@ -107,32 +110,40 @@ impl Snapshot {
             self.base += self.batch_read;
             self.batch_read = 0;
             self.row = None;
+            if let Some(batch) = self.batch.take() {
+                self.source.give_back(batch);
+            }
             self.rows = 0;
             self.next = 0;
             let Some(batch) = self.source.next_batch()? else {
                 return Ok(());
             };
             self.batch_read = batch.num_rows() as u64;
-            let batch = self.keep(batch)?;
+            let batch = self.keep(Arc::new(batch))?;
             self.counts.0 += self.batch_read as usize;
             self.counts.1 += batch.num_rows();
             self.report.bytes = self.report.bytes.max(batch.get_array_memory_size());
             self.rows = batch.num_rows();
             self.row = Some(
-                ColumnarRow::new(Arc::new(batch), self.row_type.clone(), 0, None)
+                ColumnarRow::new(Arc::clone(&batch), self.row_type.clone(), 0, None)
                     .map_err(|cause| Error::fluss("read snapshot rows", cause))?,
             );
+            self.batch = Some(batch);
         }
         Ok(())
     }
 
-    fn keep(&self, batch: RecordBatch) -> Result<RecordBatch> {
-        match &self.filter {
-            Some(filter) => filter
-                .retain(&batch)
-                .map_err(|cause| Error::FilterEval { cause }),
-            None => Ok(batch),
-        }
+    /// The rows of `batch` the filter keeps; `batch` itself is given back when they are a
+    /// new batch.
+    fn keep(&mut self, batch: Arc<RecordBatch>) -> Result<Arc<RecordBatch>> {
+        let Some(filter) = &self.filter else {
+            return Ok(batch);
+        };
+        let kept = filter
+            .retain(&batch)
+            .map_err(|cause| Error::FilterEval { cause });
+        self.source.give_back(batch);
+        kept.map(Arc::new)
     }
 
     /// The stamp of its rows (snapshot ids and offsets).
