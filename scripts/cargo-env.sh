@@ -17,6 +17,8 @@ export RUSTC_WORKSPACE_WRAPPER=$CLIPPY_DRIVER
 # outside the checkout); an installation elsewhere is named by setting them first.
 export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib}
 export ROCKSDB_INCLUDE_DIR=${ROCKSDB_INCLUDE_DIR:-/usr/include}
+# The system's libzstd, as .cargo/config.toml says.
+export ZSTD_SYS_USE_PKG_CONFIG=${ZSTD_SYS_USE_PKG_CONFIG:-1}
 # cargo-clippy's way of passing `-- -D warnings` to the driver.
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 
@@ -24,9 +26,13 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # --all-targets would lint, and every test binary the scripts run.
 # (Three commands: with --all-targets, cargo leaves out the targets named by --test, and
 # `cargo test` builds no cdylib that nothing depends on, such as the runner tests' test source.)
+# TEST_BENCHES=0 leaves the benchmarks out (.ci/run does: they are built and linted when a
+# change is made, and building them is 190 s of compiler time CI spends on no test).
 build_everything() {
+  local targets=(--all-targets)
+  if [ "${TEST_BENCHES:-1}" = 0 ]; then targets=(--lib --bins --tests --examples); fi
   cargo build --release --workspace
-  cargo test --release --workspace --all-targets --no-run
+  cargo test --release --workspace "${targets[@]}" --no-run
   cargo test --release --workspace --test it --test quickstart --test runtime --test cluster --no-run
 }
 
@@ -34,7 +40,10 @@ build_everything() {
 # in a target directory of its own (no dependency of it is built with the workspace's features),
 # clippy-linted like the workspace. Its binary and unit tests; scripts/test-runtime.sh runs
 # them, .ci/run starts this early at low priority, on the cores the other steps leave idle.
-consumer_example=(--release --locked --manifest-path examples/consumer_rust/Cargo.toml)
+# The suites build it without optimisation (a fifth less CPU; they move a few thousand rows
+# through it): README "Consuming" builds the optimised one.
+consumer_example=(--release --locked --manifest-path examples/consumer_rust/Cargo.toml
+  --config profile.release.opt-level=0)
 consumer_target=${CARGO_TARGET_DIR:-target}/consumer_rust
 build_consumer_example() {
   CARGO_TARGET_DIR=$consumer_target cargo build "${consumer_example[@]}"

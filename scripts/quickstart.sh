@@ -59,13 +59,16 @@ ensure_tools() {
   # The plugin links the system's RocksDB; bindgen reads its headers through libclang.
   [ -e /usr/include/rocksdb/c.h ] || missing+=(librocksdb-dev)
   ldconfig -p | grep -q 'libclang' || missing+=(libclang-dev)
+  # Arrow IPC's zstd codec links the system's libzstd (.cargo/config.toml), found by pkg-config.
+  [ -e /usr/include/zstd.h ] || missing+=(libzstd-dev)
+  command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing ${missing[*]} (Fluss needs Java 17+, Maven fetches its jars, the plugin links RocksDB)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    say "please install ${missing[*]} first (Java 17 or newer, Maven 3, RocksDB and libclang headers), then run me again"
+    say "please install ${missing[*]} first (Java 17 or newer, Maven 3, RocksDB, zstd and libclang headers, pkg-config), then run me again"
     exit 1
   fi
 }
