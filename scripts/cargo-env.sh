@@ -23,17 +23,25 @@ export ZSTD_SYS_USE_PKG_CONFIG=${ZSTD_SYS_USE_PKG_CONFIG:-1}
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 
 # Every target of every package, the suites that are `test = false` included: what clippy
-# --all-targets would lint, and every test binary the scripts run.
-# (Three commands: with --all-targets, cargo leaves out the targets named by --test, and
-# `cargo test` builds no cdylib that nothing depends on, such as the runner tests' test source.)
+# --all-targets would lint, and every test binary the scripts run. Two commands (`cargo test`
+# builds no cdylib that nothing depends on, such as the runner tests' test source); the second
+# names each test target, since `--tests` leaves out the `test = false` ones and cargo drops
+# `--test NAME` when `--tests` is given too. One command for all of them lets the largest
+# (the library's unit tests, `--test it`) compile side by side.
 # TEST_BENCHES=0 leaves the benchmarks out (.ci/run does: they are built and linted when a
 # change is made, and building them is 190 s of compiler time CI spends on no test).
+workspace_test_targets() {
+  cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+packages = json.load(sys.stdin)["packages"]
+print(" ".join(sorted({t["name"] for p in packages for t in p["targets"] if "test" in t["kind"]})))'
+}
 build_everything() {
-  local targets=(--all-targets)
-  if [ "${TEST_BENCHES:-1}" = 0 ]; then targets=(--lib --bins --tests --examples); fi
+  local targets=(--lib --bins --examples) name
+  if [ "${TEST_BENCHES:-1}" != 0 ]; then targets+=(--benches); fi
+  for name in $(workspace_test_targets); do targets+=(--test "$name"); done
   cargo build --release --workspace
   cargo test --release --workspace "${targets[@]}" --no-run
-  cargo test --release --workspace --test it --test quickstart --test runtime --test cluster --no-run
 }
 
 # The Rust consumer example (README "Consuming"): a crate of its own with Iggy's client crate,

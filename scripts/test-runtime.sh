@@ -22,13 +22,11 @@ source scripts/cargo-env.sh
 build_everything
 # The Rust consumer example (README "Consuming", scripts/cargo-env.sh): its unit tests, then
 # tests/runtime/consumers.rs runs it next to the Python one. Its build comes after the other
-# runtime tests, so that under .ci/run, which started that build earlier at low priority, the
-# tests run meanwhile. CONSUMER_RUST=0 leaves it out (its cold build is the longest of the
-# suite's, BENCHMARKS.md "Consumer examples").
+# runtime tests, which need none of it. CONSUMER_RUST=0 leaves it out but for its formatting
+# (its cold build is the longest of the suite's, BENCHMARKS.md "Consumer examples"; .ci/run
+# does).
 consumer_rust=${CONSUMER_RUST:-1}
-if [ "$consumer_rust" != 0 ]; then
-  cargo fmt --manifest-path "$PWD/examples/consumer_rust/Cargo.toml" -- --check
-fi
+cargo fmt --manifest-path "$PWD/examples/consumer_rust/Cargo.toml" -- --check
 
 # One test at a time: each starts its own server and runtime next to the Fluss cluster.
 runtime_tests=(cargo test --release --workspace --no-fail-fast --test runtime)
