@@ -46,8 +46,8 @@ build_everything() {
 
 # The Rust consumer example (README "Consuming"): a crate of its own with Iggy's client crate,
 # in a target directory of its own (no dependency of it is built with the workspace's features),
-# clippy-linted like the workspace. Its binary and unit tests; scripts/test-runtime.sh runs
-# them, .ci/run starts this early at low priority, on the cores the other steps leave idle.
+# clippy-linted like the workspace. Its binary and unit tests, which scripts/test-runtime.sh
+# builds and runs (.ci/run leaves them out: CONSUMER_RUST=0).
 # The suites build it without optimisation (a fifth less CPU; they move a few thousand rows
 # through it): README "Consuming" builds the optimised one.
 consumer_example=(--release --locked --manifest-path examples/consumer_rust/Cargo.toml
