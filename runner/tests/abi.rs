@@ -388,6 +388,36 @@ fn poll_ahead_prepares_the_next_batch_while_one_is_in_flight() {
 }
 
 #[test]
+fn poll_ahead_sends_a_batch_while_a_poll_that_never_waits_runs() {
+    // Each poll holds its thread for 500 ms without awaiting (as a poll encoding a whole
+    // batch of rows read ahead does). The batch polled during the first one's flight is sent
+    // as soon as the first is acked, beside the poll after it, not after that poll.
+    let harness = harness();
+    let instance = harness
+        .open(
+            r#"{"total":100,"batch":10,"poll_busy_ms":500,"poll_ahead":true}"#,
+            None,
+        )
+        .unwrap();
+    instance.start();
+    let first = instance.next_batch(WAIT).expect("first batch");
+    std::thread::sleep(Duration::from_millis(700));
+    let acked = Instant::now();
+    assert_eq!(instance.ack(&first), 0);
+    let second = instance.next_batch(WAIT).expect("second batch");
+    let gap = acked.elapsed();
+    assert_eq!(ids(&second), (10..20).collect::<Vec<u128>>());
+    assert!(
+        gap < Duration::from_millis(300),
+        "the second batch came {gap:?} after the ack: its send waited for the next poll"
+    );
+    assert_eq!(instance.ack(&second), 0);
+    let third = instance.next_batch(WAIT).expect("third batch");
+    assert_eq!(ids(&third), (20..30).collect::<Vec<u128>>());
+    instance.close();
+}
+
+#[test]
 fn poll_ahead_close_with_a_pending_batch_is_prompt_and_sends_nothing_more() {
     let harness = harness();
     let instance = harness

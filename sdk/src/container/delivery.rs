@@ -2,8 +2,9 @@
 //!
 //! Per instance exactly one batch is in flight: poll → send → wait for the result → run
 //! the plugin's `on_batch_result` → poll again. A source that polls ahead
-//! ([`Source::poll_ahead`]) has its batch sent from a task of its own while its next
-//! poll (and that batch's encoding) runs. Nacks and poll errors back off
+//! ([`Source::poll_ahead`]) has its batch sent from a task of its own, through the send
+//! callback on a thread of its own ([`SendOn::Thread`]), while its next poll (and that
+//! batch's encoding) runs. Nacks and poll errors back off
 //! ([`BatchPolicy::backoff`]); too many Nacks in a row stop the loop.
 
 use std::sync::{mpsc, Arc, PoisonError};
@@ -160,34 +161,96 @@ fn prepare(shared: &Shared, batch: ProducedMessages) -> Option<Prepared> {
     })
 }
 
-async fn deliver(
-    shared: Arc<Shared>,
+/// Where a batch's send callback runs (the runtime decodes the whole batch inside it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SendOn {
+    /// The poll loop's task, when nothing else of the instance runs meanwhile.
+    Task,
+    /// A thread of the blocking pool, started by the loop itself, beside the poll of the
+    /// next batch. Not a task spawned by the loop: such a task waits in its worker's LIFO
+    /// slot, which no other worker steals, until the loop's poll awaits something not ready.
+    /// A poll that encodes a whole batch without waiting (a KV snapshot's rows, read ahead)
+    /// would run first and the runtime's decoding after it: one after the other, on one core.
+    Thread,
+}
+
+/// A batch handed to the send callback, its result on the way.
+struct Sending {
+    batch_id: u64,
+    rx: oneshot::Receiver<Delivered>,
+    call: Call,
+}
+
+/// The send callback's call: what it returned, with the buffer it read.
+enum Call {
+    Returned(Option<i32>, Vec<u8>),
+    Running(tokio::task::JoinHandle<(Option<i32>, Vec<u8>)>),
+}
+
+/// Registers batch `batch_id` as pending and calls the send callback with it (`on`);
+/// `None` when its encoding failed (logged; the batch counts as Nacked).
+fn send_batch(
+    owner: &Arc<Shared>,
     send: SendCallback,
     batch_id: u64,
     encoded: Result<Vec<u8>, crate::error::Error>,
-    mut stop: watch::Receiver<bool>,
-) -> Outcome {
-    let shared = shared.as_ref();
-    let stop = &mut stop;
-    let id = shared.id;
+    on: SendOn,
+) -> Option<Sending> {
     let encoded = match encoded {
         Ok(encoded) => encoded,
         Err(error) => {
             error!(
-                "plugin {id}: batch {batch_id} rolled back: {}",
+                "plugin {}: batch {batch_id} rolled back: {}",
+                owner.id,
                 chain(&error)
             );
-            return Outcome::nack(false);
+            return None;
         }
     };
-    let (tx, mut rx) = oneshot::channel();
+    let (tx, rx) = oneshot::channel();
     // Registered before the call: the runtime may answer from another thread before
     // the send callback has even returned.
-    *shared
-        .pending
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner) = Some(Pending { batch_id, tx });
-    match shared.send(send, batch_id, &encoded) {
+    *owner.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(Pending { batch_id, tx });
+    let call = match on {
+        SendOn::Task => Call::Returned(owner.send(send, batch_id, &encoded), encoded),
+        SendOn::Thread => {
+            let owner = Arc::clone(owner);
+            Call::Running(tokio::task::spawn_blocking(move || {
+                let code = owner.send(send, batch_id, &encoded);
+                (code, encoded)
+            }))
+        }
+    };
+    Some(Sending { batch_id, rx, call })
+}
+
+/// How the batch of `sending` ended: refused by the callback, answered by the runtime,
+/// stopped, or timed out.
+async fn deliver(
+    owner: Arc<Shared>,
+    sending: Option<Sending>,
+    mut stop: watch::Receiver<bool>,
+) -> Outcome {
+    let Some(Sending {
+        batch_id,
+        mut rx,
+        call,
+    }) = sending
+    else {
+        return Outcome::nack(false);
+    };
+    let shared = owner.as_ref();
+    let stop = &mut stop;
+    let id = shared.id;
+    let (code, encoded) = match call {
+        Call::Returned(code, encoded) => (code, encoded),
+        Call::Running(call) => match call.await {
+            Ok(returned) => returned,
+            // The callback panicked, or the plugin's runtime is shutting down.
+            Err(_) => return reclaim(shared, rx, false).await,
+        },
+    };
+    match code {
         Some(0) => {}
         refused => {
             if let Some(code) = refused {
@@ -275,16 +338,11 @@ pub(super) async fn poll_loop<T: Source>(
             continue;
         };
         let outcome = if poll_ahead {
-            // Delivered from a task of its own: the runtime decodes the batch inside the send
-            // callback, and that runs on another core while this task polls and encodes the
-            // next batch.
-            let sending = tokio::spawn(deliver(
-                shared.clone(),
-                send,
-                batch_id,
-                encoded,
-                stop.clone(),
-            ));
+            // Sent from a thread of its own and awaited by a task of its own: the runtime
+            // decodes the batch inside the send callback, and that runs on another core while
+            // this task polls and encodes the next batch.
+            let sent = send_batch(&shared, send, batch_id, encoded, SendOn::Thread);
+            let sending = tokio::spawn(deliver(shared.clone(), sent, stop.clone()));
             ahead = tokio::select! {
                 biased;
                 _ = stopped(&mut stop) => None,
@@ -292,7 +350,8 @@ pub(super) async fn poll_loop<T: Source>(
             };
             sending.await.unwrap_or(Outcome::nack(false))
         } else {
-            deliver(shared.clone(), send, batch_id, encoded, stop.clone()).await
+            let sent = send_batch(&shared, send, batch_id, encoded, SendOn::Task);
+            deliver(shared.clone(), sent, stop.clone()).await
         };
         let mut keep_polling = true;
         if let Err(error) = source.on_batch_result(outcome.result).await {

@@ -2,7 +2,9 @@
 //!
 //! Config (all optional; `null` = defaults):
 //! `{"total": 100, "batch": 10, "fail_open": false, "panic_in_poll_at": null,
-//!   "poll_delay_ms": 0, "fail_poll_times": 0, "poll_ahead": false}`.
+//!   "poll_delay_ms": 0, "poll_busy_ms": 0, "fail_poll_times": 0, "poll_ahead": false}`.
+//! `poll_delay_ms` waits (awaits a timer) in each poll; `poll_busy_ms` holds the polling
+//! thread without awaiting anything, as a poll that encodes a whole batch at once does.
 //! Message `k` (0-based) has id `k`, payload `{"n":k}` (JSON) and headers
 //! `source = "test"`, `n = k` (Uint64). `poll` stages the next counter and returns it as
 //! state; Ack commits it, Nack discards it, so a Nacked batch comes again with the
@@ -74,6 +76,7 @@ struct Config {
     fail_open: bool,
     panic_in_poll_at: Option<u64>,
     poll_delay_ms: u64,
+    poll_busy_ms: u64,
     fail_poll_times: u32,
     poll_ahead: bool,
     payload: Option<String>,
@@ -254,6 +257,7 @@ pub struct TestSource {
     batch: u64,
     panic_at: Option<u64>,
     poll_delay: Duration,
+    poll_busy: Duration,
     failures_left: u32,
     poll_ahead: bool,
     committed: u64,
@@ -289,6 +293,7 @@ impl Source for TestSource {
             batch: config.batch.unwrap_or(10).max(1),
             panic_at: config.panic_in_poll_at,
             poll_delay: Duration::from_millis(config.poll_delay_ms),
+            poll_busy: Duration::from_millis(config.poll_busy_ms),
             failures_left: config.fail_poll_times,
             poll_ahead: config.poll_ahead,
             committed,
@@ -300,6 +305,9 @@ impl Source for TestSource {
     async fn poll(&mut self) -> Result<ProducedMessages, Error> {
         if !self.poll_delay.is_zero() {
             tokio::time::sleep(self.poll_delay).await;
+        }
+        if !self.poll_busy.is_zero() {
+            std::thread::sleep(self.poll_busy);
         }
         if self.failures_left > 0 {
             self.failures_left -= 1;
