@@ -339,7 +339,7 @@ pub(super) async fn poll_loop<T: Source>(
     let id = shared.id;
     let policy = shared.policy.clone();
     let poll_ahead = source.poll_ahead();
-    // Without its thread, a batch polled ahead is sent by its delivering task (after the poll).
+    // Without its thread, the loop calls the send callback itself before it polls ahead.
     let sender = poll_ahead
         .then(|| match SendThread::start(shared.clone(), send) {
             Ok(thread) => Some(thread),
