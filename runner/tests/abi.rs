@@ -357,29 +357,36 @@ fn poll_ahead_nack_drops_the_batch_polled_ahead_and_resends_from_the_last_ack() 
     instance.close();
 }
 
+/// Opens the test source with `config`, holds its first batch 700 ms, acks it and returns how
+/// long the second batch came after the ack (checking the second and third batches' ids).
+fn gap_after_ack(config: &str) -> Duration {
+    let harness = harness();
+    let instance = harness.open(config, None).unwrap();
+    instance.start();
+    let first = instance.next_batch(WAIT).expect("first batch");
+    std::thread::sleep(Duration::from_millis(700));
+    let acked = Instant::now();
+    assert_eq!(instance.ack(&first), 0);
+    let second = instance.next_batch(WAIT).expect("second batch");
+    let gap = acked.elapsed();
+    assert_eq!(ids(&second), (10..20).collect::<Vec<u128>>());
+    assert_eq!(instance.ack(&second), 0);
+    let third = instance.next_batch(WAIT).expect("third batch");
+    assert_eq!(ids(&third), (20..30).collect::<Vec<u128>>());
+    instance.close();
+    gap
+}
+
 #[test]
 fn poll_ahead_prepares_the_next_batch_while_one_is_in_flight() {
     // Each poll takes 500 ms. Holding a batch for 700 ms before acking it gives the SDK
     // time to poll the next one, which then follows the ack at once; without poll-ahead it
     // comes a whole poll later.
-    let gap_after_ack = |poll_ahead: bool| {
-        let harness = harness();
-        let config =
-            format!(r#"{{"total":100,"batch":10,"poll_delay_ms":500,"poll_ahead":{poll_ahead}}}"#);
-        let instance = harness.open(&config, None).unwrap();
-        instance.start();
-        let first = instance.next_batch(WAIT).expect("first batch");
-        std::thread::sleep(Duration::from_millis(700));
-        let acked = Instant::now();
-        assert_eq!(instance.ack(&first), 0);
-        let second = instance.next_batch(WAIT).expect("second batch");
-        let gap = acked.elapsed();
-        assert_eq!(ids(&second), (10..20).collect::<Vec<u128>>());
-        instance.close();
-        gap
+    let waiting = |poll_ahead: bool| {
+        format!(r#"{{"total":100,"batch":10,"poll_delay_ms":500,"poll_ahead":{poll_ahead}}}"#)
     };
-    let ahead = gap_after_ack(true);
-    let serial = gap_after_ack(false);
+    let ahead = gap_after_ack(&waiting(true));
+    let serial = gap_after_ack(&waiting(false));
     assert!(
         ahead < Duration::from_millis(300),
         "with poll-ahead: {ahead:?}"
@@ -392,29 +399,11 @@ fn poll_ahead_sends_a_batch_while_a_poll_that_never_waits_runs() {
     // Each poll holds its thread for 500 ms without awaiting (as a poll encoding a whole
     // batch of rows read ahead does). The batch polled during the first one's flight is sent
     // as soon as the first is acked, beside the poll after it, not after that poll.
-    let harness = harness();
-    let instance = harness
-        .open(
-            r#"{"total":100,"batch":10,"poll_busy_ms":500,"poll_ahead":true}"#,
-            None,
-        )
-        .unwrap();
-    instance.start();
-    let first = instance.next_batch(WAIT).expect("first batch");
-    std::thread::sleep(Duration::from_millis(700));
-    let acked = Instant::now();
-    assert_eq!(instance.ack(&first), 0);
-    let second = instance.next_batch(WAIT).expect("second batch");
-    let gap = acked.elapsed();
-    assert_eq!(ids(&second), (10..20).collect::<Vec<u128>>());
+    let gap = gap_after_ack(r#"{"total":100,"batch":10,"poll_busy_ms":500,"poll_ahead":true}"#);
     assert!(
         gap < Duration::from_millis(300),
         "the second batch came {gap:?} after the ack: its send waited for the next poll"
     );
-    assert_eq!(instance.ack(&second), 0);
-    let third = instance.next_batch(WAIT).expect("third batch");
-    assert_eq!(ids(&third), (20..30).collect::<Vec<u128>>());
-    instance.close();
 }
 
 #[test]

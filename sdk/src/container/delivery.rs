@@ -161,14 +161,6 @@ fn prepare(shared: &Shared, batch: ProducedMessages) -> Option<Prepared> {
     })
 }
 
-/// Where a batch's send callback runs (the runtime decodes the whole batch inside it).
-enum SendOn<'a> {
-    /// The poll loop's task, when nothing else of the instance runs meanwhile.
-    Task,
-    /// The instance's [`SendThread`], beside the poll of the next batch.
-    Thread(&'a SendThread),
-}
-
 /// A thread of the instance's own that calls the send callback for batches polled ahead.
 ///
 /// Not a task the poll loop spawns: such a task waits in its worker's LIFO slot, which no
@@ -178,7 +170,7 @@ enum SendOn<'a> {
 /// either: it may hand each call to another thread, each allocating the decoded messages from
 /// a malloc arena of its own, and the runtime process's peak RSS then grew with the length of
 /// the run (131 against 98 MiB over a 10,000,000-row snapshot).
-pub(super) struct SendThread {
+struct SendThread {
     jobs: mpsc::Sender<Job>,
 }
 
@@ -233,14 +225,14 @@ enum Call {
     Running(oneshot::Receiver<(Option<i32>, Vec<u8>)>),
 }
 
-/// Registers batch `batch_id` as pending and calls the send callback with it (`on`);
-/// `None` when its encoding failed (logged; the batch counts as Nacked).
+/// Registers batch `batch_id` as pending and calls the send callback with it, on `thread`
+/// if given, else here; `None` when its encoding failed (logged; the batch counts as Nacked).
 fn send_batch(
     owner: &Arc<Shared>,
     send: SendCallback,
     batch_id: u64,
     encoded: Result<Vec<u8>, crate::error::Error>,
-    on: SendOn<'_>,
+    thread: Option<&SendThread>,
 ) -> Option<Sending> {
     let encoded = match encoded {
         Ok(encoded) => encoded,
@@ -257,9 +249,9 @@ fn send_batch(
     // Registered before the call: the runtime may answer from another thread before
     // the send callback has even returned.
     *owner.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(Pending { batch_id, tx });
-    let call = match on {
-        SendOn::Task => Call::Returned(owner.send(send, batch_id, &encoded), encoded),
-        SendOn::Thread(thread) => thread.call(batch_id, encoded),
+    let call = match thread {
+        Some(thread) => thread.call(batch_id, encoded),
+        None => Call::Returned(owner.send(send, batch_id, &encoded), encoded),
     };
     Some(Sending { batch_id, rx, call })
 }
@@ -391,8 +383,7 @@ pub(super) async fn poll_loop<T: Source>(
             // Sent from a thread of its own and awaited by a task of its own: the runtime
             // decodes the batch inside the send callback, and that runs on another core while
             // this task polls and encodes the next batch.
-            let on = sender.as_ref().map_or(SendOn::Task, SendOn::Thread);
-            let sent = send_batch(&shared, send, batch_id, encoded, on);
+            let sent = send_batch(&shared, send, batch_id, encoded, sender.as_ref());
             let sending = tokio::spawn(deliver(shared.clone(), sent, stop.clone()));
             ahead = tokio::select! {
                 biased;
@@ -401,7 +392,7 @@ pub(super) async fn poll_loop<T: Source>(
             };
             sending.await.unwrap_or(Outcome::nack(false))
         } else {
-            let sent = send_batch(&shared, send, batch_id, encoded, SendOn::Task);
+            let sent = send_batch(&shared, send, batch_id, encoded, None);
             deliver(shared.clone(), sent, stop.clone()).await
         };
         let mut keep_polling = true;
