@@ -33,9 +33,9 @@ pub struct LocalCopy {
 }
 
 impl LocalCopy {
-    /// A directory that already holds a snapshot's files (the tests build their own).
-    #[cfg(test)]
-    pub(crate) fn existing(dir: PathBuf, log_offset: Offset) -> Self {
+    /// A directory that already holds a snapshot's files (tests and benches build their own);
+    /// removed when this is dropped, as a fetched copy is.
+    pub fn existing(dir: PathBuf, log_offset: Offset) -> Self {
         Self {
             dir,
             bytes: 0,
