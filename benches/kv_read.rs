@@ -9,31 +9,24 @@
 //! `batch_size`). Counted instead of timed: `KV_READ_ROUNDS=1 valgrind --tool=callgrind
 //! target/release/deps/kv_read-<hash>` (the database is written by an earlier run).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use fluss::metadata::{DataField, DataTypes, KvFormat, RowType};
+use fluss::metadata::{KvFormat, RowType};
 use fluss::row::encode::{RowEncoder, RowEncoderFactory};
 use fluss::row::Datum;
+use fluss_testkit::tables;
 use iggy_connector_fluss_source::client::kv_snapshot::files::LocalCopy;
 use iggy_connector_fluss_source::client::kv_snapshot::rows::{KvRows, Layout};
 use iggy_connector_fluss_source::client::kv_snapshot::RowBatches;
 use iggy_connector_fluss_source::position::BucketKey;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.replace('_', "").parse().ok())
-        .unwrap_or(default)
-}
-
+/// The e2e bench's primary-key table.
 fn row_type() -> RowType {
-    RowType::new(vec![
-        DataField::new("id", DataTypes::bigint(), None),
-        DataField::new("name", DataTypes::string(), None),
-        DataField::new("amount", DataTypes::double(), None),
-    ])
+    tables::sample_pk_schema().row_type().clone()
 }
 
 /// Writes `keys` rows as Fluss's KV store holds them (big-endian ids keep RocksDB's order the
@@ -53,12 +46,12 @@ fn write_database(dir: &Path, keys: usize) {
     for id in 0..keys as i64 {
         encoder.start_new_row().expect("row");
         encoder.encode_field(0, Datum::from(id)).expect("id");
-        let name = format!("name-{id}");
+        let name = tables::sample_name(id);
         encoder
             .encode_field(1, Datum::from(name.as_str()))
             .expect("name");
         encoder
-            .encode_field(2, Datum::from(id as f64 * 1.5))
+            .encode_field(2, Datum::from(tables::sample_amount(id)))
             .expect("amount");
         let row = encoder.finish_row().expect("finish");
         let mut value = 1i16.to_le_bytes().to_vec();
@@ -79,9 +72,9 @@ fn copy_files(from: &Path, to: &Path) {
 }
 
 fn main() {
-    let keys = env_usize("KV_READ_KEYS", 1_000_000);
-    let rounds = env_usize("KV_READ_ROUNDS", 5).max(1);
-    let batch_rows = env_usize("KV_READ_BATCH", 5_000);
+    let keys = common::env_usize("KV_READ_KEYS", 1_000_000);
+    let rounds = common::env_usize("KV_READ_ROUNDS", 5).max(1);
+    let batch_rows = common::env_usize("KV_READ_BATCH", 5_000);
     let dir = std::env::temp_dir().join(format!("kv-read-bench-{keys}"));
     let started = Instant::now();
     write_database(&dir, keys);
