@@ -49,6 +49,8 @@ if [[ -n ${IGGY_BIN_DIR:-} ]]; then
   done
 fi
 
+# The system packages the build and the cluster need, each checked without root and without
+# /sbin on PATH (docs/install.md lists them per distribution).
 ensure_tools() {
   local missing=()
   if ! command -v java >/dev/null 2>&1 ||
@@ -56,25 +58,49 @@ ensure_tools() {
     missing+=(openjdk-17-jre-headless)
   fi
   command -v mvn >/dev/null 2>&1 || missing+=(maven)
-  # The plugin links the system's RocksDB; bindgen reads its headers through libclang.
-  [ -e /usr/include/rocksdb/c.h ] || missing+=(librocksdb-dev)
-  ldconfig -p | grep -q 'libclang' || missing+=(libclang-dev)
-  # Arrow IPC's zstd codec links the system's libzstd (.cargo/config.toml), found by pkg-config.
-  [ -e /usr/include/zstd.h ] || missing+=(libzstd-dev)
-  command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-  [ ${#missing[@]} -eq 0 ] && return 0
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing ${missing[*]} (Fluss needs Java 17+, Maven fetches its jars, the plugin links RocksDB)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  # rustc links with `cc`; RocksDB is C++ (libstdc++), and a few crates compile C.
+  if command -v cc >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1; then
+    # The plugin links RocksDB and its snappy and lz4 statically (.cargo/config.toml): the
+    # archives where the linker finds them, and the header bindgen reads.
+    local lib
+    for lib in rocksdb snappy lz4; do
+      [[ $(cc -print-file-name="lib$lib.a") == /* ]] || missing+=(librocksdb-dev)
+    done
   else
-    say "please install ${missing[*]} first (Java 17 or newer, Maven 3, RocksDB, zstd and libclang headers, pkg-config), then run me again"
-    exit 1
+    missing+=(build-essential librocksdb-dev)
   fi
+  [ -e "${ROCKSDB_INCLUDE_DIR:-/usr/include}/rocksdb/c.h" ] || missing+=(librocksdb-dev)
+  # bindgen loads libclang: from LIBCLANG_PATH, else from the directories clang-sys searches.
+  local dir found=
+  for dir in ${LIBCLANG_PATH:-} /usr/lib/llvm-*/lib /usr/lib /usr/lib64 /usr/lib/*-linux-gnu; do
+    compgen -G "$dir/libclang*.so*" >/dev/null && found=1 && break
+  done
+  [ -n "$found" ] || missing+=(libclang-dev)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  # Each package once, in the order found.
+  local packages=() p
+  for p in "${missing[@]}"; do
+    [[ " ${packages[*]} " == *" $p "* ]] || packages+=("$p")
+  done
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing ${packages[*]} (Fluss needs Java 17+, Maven fetches its jars, the plugin links RocksDB)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+    return 0
+  fi
+  say "missing system packages; on Debian or Ubuntu an administrator installs them with:"
+  say "  sudo apt-get install -y ${packages[*]}"
+  say "other systems: a C/C++ compiler, Java 17+, Maven 3, libclang and RocksDB's headers with the"
+  say "static libraries of RocksDB, snappy and lz4 (docs/install.md); then run me again"
+  exit 1
 }
 
 ensure_tools
-command -v cargo >/dev/null 2>&1 || { say "please install Rust (https://rustup.rs) first"; exit 1; }
+command -v cargo >/dev/null 2>&1 || {
+  say "cargo is missing: install Rust with rustup (https://rustup.rs), as the user who runs me:"
+  say "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh"
+  exit 1
+}
 
 scripts/fluss-cluster.sh fetch
 say "building the plugin, the runner and the demo writer"
@@ -222,11 +248,11 @@ hex_le_at() { # file pos bytes: the little-endian integer there, as 0x…
   echo "0x$hex"
 }
 
-# Polls quickstart/TOPIC from offset 0 and prints each message, until LIMIT messages (if set).
-read_topic() { # topic limit
-  local topic=$1 limit=$2 next=0 printed=0 file=$WORK/poll-$1.bin
+# Polls quickstart/TOPIC from offset 0 and prints each message, until MOST messages (if set).
+read_topic() { # topic most
+  local topic=$1 most=$2 next=0 printed=0 file=$WORK/poll-$1.bin
   local pos size headers payload offset
-  while [[ -z $limit ]] || ((printed < limit)); do
+  while [[ -z $most ]] || ((printed < most)); do
     rm -f "$file"
     if ! "$IGGY_BIN_DIR/iggy" -q -u iggy -p iggy --tcp-server-address "$IGGY_ADDRESS" \
         message poll --offset "$next" -m 100 --output-file "$file" quickstart "$topic" 0 \
@@ -292,7 +318,7 @@ TOML
   (cd "$WORK" && IGGY_CONNECTORS_CONFIG_PATH="$WORK/runtime.toml" exec "$IGGY_BIN_DIR/iggy-connectors") \
     >"$WORK/iggy-connectors.log" 2>&1 &
   local runtime=$!
-  PIDS=($runtime "${PIDS[@]}")
+  PIDS=("$runtime" "${PIDS[@]}")
   say "started iggy-connectors (pid $runtime)"
   local readers=() topic
   for topic in orders customers; do

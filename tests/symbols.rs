@@ -1,6 +1,6 @@
 //! The built plugin library exports exactly the runtime's five source symbols, and loads and
-//! reports its version over the C ABI. Needs the cdylib built first (`cargo build`; the README
-//! test command does that before `cargo test`).
+//! reports its version over the C ABI. `cargo test` builds the cdylib these tests load
+//! ([`fluss_testkit::plugin_path`]), so they need no step before it.
 
 use fluss_testkit::plugin_path as plugin_library;
 

@@ -13,6 +13,7 @@
 //! - [`runtime`]: the shared Tokio runtime of a test binary, and [`runtime::on_own_runtime`]
 //!   for blocking waits; [`plugin_path`] finds the built plugin library.
 //! - [`s3`]: a local S3 server for clusters whose remote storage is an object store.
+//! - [`python`]: the suites' Python (a virtual environment with pyarrow, the Iggy client, moto).
 //! - [`metrics`] scrapes the plugin's Prometheus endpoint and parses the samples.
 //! - [`poll_until`] retries a probe until it succeeds or panics with the last
 //!   error, instead of fixed sleeps.
@@ -25,6 +26,7 @@ mod cluster;
 pub mod iggy;
 pub mod metrics;
 mod poll;
+pub mod python;
 pub mod read;
 pub mod runtime;
 pub mod s3;
@@ -36,20 +38,36 @@ pub use poll::{poll_for, poll_until};
 pub use runtime::rt;
 pub use tables::unique_table;
 
-/// The plugin library built next to the running test binary (`target/<profile>/`).
+/// The plugin library the tests load: the one `FLUSS_PLUGIN_LIBRARY` names (scripts/release.sh
+/// runs suites against its artifact's library so), else the one built with the running test
+/// binary. `cargo test` builds the package's cdylib into `target/<profile>/deps/` beside the test
+/// binaries (it copies it up to `target/<profile>/` only when asked to build the library itself,
+/// as `cargo build` is), so a fresh `cargo test` finds it there.
 pub fn plugin_path() -> std::path::PathBuf {
+    const NAME: &str = "libiggy_connector_fluss_source.so";
+    if let Some(lib) = std::env::var_os("FLUSS_PLUGIN_LIBRARY").filter(|l| !l.is_empty()) {
+        let lib = std::path::PathBuf::from(lib);
+        assert!(
+            lib.is_file(),
+            "FLUSS_PLUGIN_LIBRARY={} is not a file",
+            lib.display()
+        );
+        return lib;
+    }
     let exe = std::env::current_exe().expect("test binary path");
-    let lib = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile> directory")
-        .join("libiggy_connector_fluss_source.so");
-    assert!(
-        lib.exists(),
-        "{} is missing; build it with `cargo build -p iggy_connector_fluss_source` (the README test command and scripts/test-runtime.sh do)",
-        lib.display()
-    );
-    lib
+    let deps = exe.parent().expect("target/<profile>/deps directory");
+    let profile = deps.parent().expect("target/<profile> directory");
+    [deps, profile]
+        .iter()
+        .map(|dir| dir.join(NAME))
+        .find(|lib| lib.exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "{NAME} is in neither {} nor {}; build it with `cargo build -p iggy_connector_fluss_source`",
+                deps.display(),
+                profile.display()
+            )
+        })
 }
 
 /// The fluss-rs crate this testkit is built against, for tests that need

@@ -1,7 +1,7 @@
-//! A local S3 for clusters whose remote storage is an object store: moto's server
-//! (`pip install "moto[server]"`), which also answers the STS `GetSessionToken` calls the
-//! tablet servers make to hand out credentials. It binds 127.0.0.1 and is stopped by its
-//! process id when dropped.
+//! A local S3 for clusters whose remote storage is an object store: moto's server (from the
+//! suites' Python environment, [`crate::python`]), which also answers the STS `GetSessionToken`
+//! calls the tablet servers make to hand out credentials. It binds 127.0.0.1 and is stopped by
+//! its process id when dropped.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -25,7 +25,8 @@ impl S3Server {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let child = Command::new("moto_server")
+        let moto = crate::python::program("moto_server");
+        let child = Command::new(&moto)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -33,7 +34,8 @@ impl S3Server {
             .spawn()
             .unwrap_or_else(|e| {
                 panic!(
-                    "cannot start moto_server ({e}): install it with `pip install \"moto[server]\"` (.ci/run does)"
+                    "cannot start {} ({e}): scripts/python-venv.sh installs it",
+                    moto.display()
                 )
             });
         let server = Self {

@@ -199,30 +199,10 @@ fn primary_key_changelog_batches_lead_with_change_columns() {
     assert_eq!(kinds.get("delete"), Some(&10));
 }
 
-/// pyarrow must be importable; installed from PyPI when it is not.
-fn ensure_pyarrow() {
-    let has = |py: &str| {
-        Command::new(py)
-            .args(["-c", "import pyarrow"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if has("python3") {
-        return;
-    }
-    let status = Command::new("python3")
-        .args(["-m", "pip", "install", "--quiet", "pyarrow"])
-        .status()
-        .expect("python3 runs");
-    assert!(
-        status.success() && has("python3"),
-        "pyarrow could not be installed from PyPI (python3 -m pip install pyarrow)"
-    );
-}
-
 #[test]
 fn pyarrow_reads_every_payload() {
-    ensure_pyarrow();
+    // pyarrow from the suites' virtual environment.
+    let python = fluss_testkit::python::python();
     let path = log_table("ipc_pyarrow", 4_000);
     let mut s = Stream::open(
         &config(
@@ -248,7 +228,7 @@ fn pyarrow_reads_every_payload() {
         std::fs::write(dir.join(format!("{i:06}.arrows")), &m.raw).unwrap();
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/read_ipc.py");
-    let output = Command::new("python3")
+    let output = Command::new(&python)
         .arg(script)
         .arg(&dir)
         .output()

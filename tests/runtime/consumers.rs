@@ -20,35 +20,6 @@ use crate::fixture::{append, bucket, connector, create_table, offset, rt, World,
 
 const BUCKETS: i32 = 3;
 
-/// The Python client of Iggy that talks to the cc269ef server, and pyarrow; installed from
-/// PyPI when missing.
-const PYTHON_PACKAGES: [(&str, &str); 2] = [
-    ("apache_iggy", "apache-iggy==0.9.0.dev4"),
-    ("pyarrow", "pyarrow"),
-];
-
-fn ensure_python_packages() {
-    let importable = |module: &str| {
-        Command::new("python3")
-            .args(["-c", &format!("import {module}")])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    for (module, package) in PYTHON_PACKAGES {
-        if importable(module) {
-            continue;
-        }
-        let status = Command::new("python3")
-            .args(["-m", "pip", "install", "--quiet", package])
-            .status()
-            .expect("python3 runs");
-        assert!(
-            status.success() && importable(module),
-            "{package} could not be installed from PyPI (python3 -m pip install \"{package}\")"
-        );
-    }
-}
-
 fn example(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples")
@@ -120,8 +91,8 @@ impl Consumer {
 /// `CONSUMER_RUST_BIN` names its binary (scripts/test-runtime.sh builds it and sets it, unless
 /// `CONSUMER_RUST=0`).
 fn consumers(world: &World, topic: &str, format: &str) -> Vec<Consumer> {
-    ensure_python_packages();
-    let mut python = Command::new("python3");
+    // The Iggy client and pyarrow from the suites' virtual environment.
+    let mut python = Command::new(fluss_testkit::python::python());
     python.arg(example("consumer_python/consume.py"));
     let mut started = vec![Consumer::start(
         world,

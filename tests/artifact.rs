@@ -1,0 +1,151 @@
+//! The release artifact's library (scripts/release.sh names it in `FLUSS_PLUGIN_LIBRARY`) loads
+//! on any glibc Linux at or above the glibc docs/install.md names: it needs no shared library
+//! beyond the C runtime (RocksDB, its compression libraries and libstdc++ are linked in), no
+//! newer glibc symbol than that one, and no text relocations.
+//!
+//! `test = false`: the suites' own build links the system's RocksDB; scripts/release.sh runs
+//! this file against the artifact, `cargo test --release --test artifact` with the variable set.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The shared libraries the artifact may need: the C runtime of every glibc Linux (and the
+/// dynamic loader of either architecture the release is built for).
+const C_RUNTIME: [&str; 7] = [
+    "ld-linux-aarch64.so.1",
+    "ld-linux-x86-64.so.2",
+    "libc.so.6",
+    "libdl.so.2",
+    "libgcc_s.so.1",
+    "libm.so.6",
+    "libpthread.so.0",
+];
+
+/// The library under test: only the one the variable names, never the suites' build.
+fn artifact() -> PathBuf {
+    let lib = std::env::var_os("FLUSS_PLUGIN_LIBRARY")
+        .filter(|l| !l.is_empty())
+        .map(PathBuf::from)
+        .expect(
+            "FLUSS_PLUGIN_LIBRARY names the release artifact's library; scripts/release.sh sets it",
+        );
+    assert!(lib.is_file(), "{} is not a file", lib.display());
+    lib
+}
+
+/// What `objdump -p` says the library needs.
+struct Needs {
+    /// `NEEDED` entries of the dynamic section.
+    libraries: Vec<String>,
+    /// Symbol versions required from each needed library (`GLIBC_2.34`, …).
+    versions: Vec<String>,
+    /// The dynamic section's flags ask the loader to patch code (`TEXTREL`).
+    text_relocations: bool,
+}
+
+fn needs(library: &Path) -> Needs {
+    let output = Command::new("objdump")
+        .arg("-p")
+        .arg(library)
+        .output()
+        .expect("objdump (binutils) is installed");
+    assert!(
+        output.status.success(),
+        "objdump -p {} failed: {}",
+        library.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut needs = Needs {
+        libraries: Vec::new(),
+        versions: Vec::new(),
+        text_relocations: false,
+    };
+    let mut in_version_references = false;
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["NEEDED", lib] => needs.libraries.push((*lib).to_owned()),
+            ["TEXTREL", ..] => needs.text_relocations = true,
+            ["Version", "References:"] => in_version_references = true,
+            // `0x0d696914 0x00 05 GLIBC_2.34` under `required from libc.so.6:`.
+            [hash, _, _, version] if in_version_references && hash.starts_with("0x") => {
+                needs.versions.push((*version).to_owned())
+            }
+            _ => {}
+        }
+    }
+    needs
+}
+
+/// `2.34` as `[2, 34]`.
+fn version_numbers(text: &str) -> Vec<u32> {
+    text.split('.')
+        .map(|n| {
+            n.parse()
+                .unwrap_or_else(|e| panic!("version {text:?}: {e}"))
+        })
+        .collect()
+}
+
+/// The glibc docs/install.md names: the version after "needs glibc ".
+fn documented_glibc() -> Vec<u32> {
+    const MARK: &str = "needs glibc ";
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/install.md");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let at = folded
+        .find(MARK)
+        .unwrap_or_else(|| panic!("{path} says which glibc the library needs (`{MARK}X.Y`)"));
+    let number: String = folded[at + MARK.len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    version_numbers(number.trim_end_matches('.'))
+}
+
+#[test]
+fn the_artifact_needs_no_shared_library_beyond_the_c_runtime() {
+    let lib = artifact();
+    let needs = needs(&lib);
+    let foreign: Vec<&String> = needs
+        .libraries
+        .iter()
+        .filter(|l| !C_RUNTIME.contains(&l.as_str()))
+        .collect();
+    assert!(
+        foreign.is_empty(),
+        "{} needs {foreign:?}; RocksDB, its compression libraries and libstdc++ belong inside it \
+         (scripts/release.sh); all it needs: {:?}",
+        lib.display(),
+        needs.libraries
+    );
+    assert!(
+        needs.libraries.iter().any(|l| l == "libc.so.6"),
+        "{:?}",
+        needs.libraries
+    );
+    assert!(
+        !needs.text_relocations,
+        "{} has text relocations (position-dependent code linked in)",
+        lib.display()
+    );
+}
+
+#[test]
+fn the_artifact_needs_the_glibc_the_install_guide_names() {
+    let lib = artifact();
+    let newest = needs(&lib)
+        .versions
+        .iter()
+        .filter_map(|v| v.strip_prefix("GLIBC_"))
+        .map(version_numbers)
+        .max()
+        .expect("the library requires GLIBC_ symbol versions");
+    assert_eq!(
+        newest,
+        documented_glibc(),
+        "the newest GLIBC_ version {} requires is the one docs/install.md names",
+        lib.display()
+    );
+}
