@@ -64,12 +64,18 @@ trap cleanup EXIT
 # libzstd), and librocksdb-sys compiles its bundled RocksDB; *_COMPILE insists on it even when
 # the caller's environment names a system library. The compression features are named here only:
 # the suites' builds keep theirs. `-lstdc++`, which librocksdb-sys asks for, finds the C++
-# compiler's libstdc++.a first in a directory of its own (passed to the plugin's link only).
+# compiler's libstdc++.a first in a directory of its own, and scripts/release-glibc-compat.c
+# keeps that archive from raising the glibc the library needs; both are passed to the plugin's
+# link only. Their paths stay put and the object's name carries its source's hash: cargo
+# compiles the plugin again when the arguments change, and only then.
+link=$target_dir/artifact/link
 cxx_lib=$(c++ -print-file-name=libstdc++.a)
 [[ $cxx_lib == /* && -f $cxx_lib ]] ||
   fail "the C++ compiler has no libstdc++.a (Debian/Ubuntu: sudo apt-get install -y build-essential)"
-mkdir -p "$work/static-cxx"
-ln -s "$cxx_lib" "$work/static-cxx/libstdc++.a"
+mkdir -p "$link/static-cxx"
+ln -sfn "$cxx_lib" "$link/static-cxx/libstdc++.a"
+compat=$link/glibc-compat-$(sha256sum scripts/release-glibc-compat.c | cut -c1-16).o
+[ -f "$compat" ] || cc -O2 -fPIC -Wall -Werror -c scripts/release-glibc-compat.c -o "$compat"
 say "building $name (the first build in target/artifact compiles every dependency and RocksDB)"
 (
   cd "$work"
@@ -78,7 +84,7 @@ say "building $name (the first build in target/artifact compiles every dependenc
     ROCKSDB_COMPILE=1 SNAPPY_COMPILE=1 LZ4_COMPILE=1 CARGO_TARGET_DIR="$target_dir/artifact" \
     cargo rustc --release --locked --manifest-path "$ROOT/Cargo.toml" -p "$package" --lib \
     --features rocksdb/snappy,rocksdb/lz4,rocksdb/zstd,rocksdb/zlib,rocksdb/bzip2 \
-    -- -L "native=$work/static-cxx"
+    -- -L "native=$link/static-cxx" -C "link-arg=$compat"
 ) || fail "the build failed (above)"
 library=$target_dir/artifact/release/lib$package.so
 [ -f "$library" ] || fail "the build did not produce $library"

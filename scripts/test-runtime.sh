@@ -20,6 +20,8 @@ HOWTO
 fi
 source scripts/cargo-env.sh
 build_everything
+# The Python consumer example's interpreter (the Iggy client, pyarrow), in target/venv.
+scripts/python-venv.sh >/dev/null
 # The Rust consumer example (README "Consuming", scripts/cargo-env.sh): its unit tests, then
 # tests/runtime/consumers.rs runs it next to the Python one. Its build comes after the other
 # runtime tests, which need none of it. CONSUMER_RUST=0 leaves it out but for its formatting

@@ -15,6 +15,9 @@ if ! cargo sort --version >/dev/null 2>&1; then
 fi
 cargo sort --workspace --check
 build_everything
+# The Python the tests run (pyarrow, moto's S3 server), in target/venv; the tests would create
+# it too, one at a time.
+scripts/python-venv.sh >/dev/null
 
 # A log tiered to S3 (tests/it/object_store.rs) is read by fluss-rs's own downloader, which
 # takes the region from the environment only (README "Limitations"): the test store's region.
