@@ -2,43 +2,55 @@
 # has installed the system packages, `scripts/quickstart.sh --messages 3` must run fully as an
 # ordinary user, with an ordinary PATH (no /sbin), in a fresh clone.
 #
-# The user (NONROOT_USER) gets a fresh clone of this checkout, Rust through hard links to the
-# toolchain and crate registry CI uses (readable, nothing copied), and a copy of this checkout's
-# compiled dependencies, taken once CI's own quickstart has built them: its cargo then compiles
-# only the workspace's crates (their paths differ), not a second cold build.
+# The user (NONROOT_USER) gets a fresh clone of this checkout and a copy of this checkout's
+# compiled dependencies, taken once CI's own quickstart has built them, and uses CI's Rust
+# toolchain and crate registry where they are, read-only (their directories are made
+# traversable for the run): cargo's fingerprint of a dependency names the path of its sources in
+# the registry, so the same registry makes the copy current, and the user's cargo compiles only
+# the workspace's own crates (their paths differ) instead of a second cold build.
 #
 #   nonroot_quickstart_start DIR   as root: prepares the user and the clone, then starts the
 #                                  quickstart as the user in the background; its stdout, stderr,
 #                                  exit status and duration go to DIR
 #   nonroot_quickstart_check DIR   waits for it; fails (status 1) unless it exited 0 and printed
 #                                  at least 3 messages of each demo table
+#   nonroot_quickstart_clean       removes the clone and restores the directories' modes
 
 NONROOT_USER=${NONROOT_USER:-fluss-quickstart}
+# Directories given o+x for the run, restored by nonroot_quickstart_clean.
+NONROOT_TRAVERSED=()
+
+# Lets every user pass through each directory above PATH that does not already allow it.
+nonroot_allow_traverse() {
+  local dir=$1
+  while [ "$dir" != / ] && [ -n "$dir" ]; do
+    dir=$(dirname "$dir")
+    if [ "$(($(stat -c '%#a' "$dir") & 1))" = 0 ]; then
+      chmod o+x "$dir"
+      NONROOT_TRAVERSED+=("$dir")
+    fi
+  done
+}
 
 nonroot_quickstart_start() {
-  local out=$1 home sysroot registry
+  local out=$1 home
+  local cargo_home=${CARGO_HOME:-$HOME/.cargo} rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
   mkdir -p "$out"
   id -u "$NONROOT_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$NONROOT_USER"
   home=$(getent passwd "$NONROOT_USER" | cut -d: -f6)
-  rm -rf "${home:?}/clone" "$home/rust" "$home/.cargo"
+  rm -rf "${home:?}/clone"
   git clone --quiet --no-hardlinks "$PWD" "$home/clone"
   mkdir -p "$home/clone/target/release"
   cp -a target/release/build target/release/deps target/release/.fingerprint "$home/clone/target/release/"
   chown -R "$NONROOT_USER:" "$home/clone"
-  # Hard links where the file system allows them. Directories belong to the user (cargo creates
-  # files in them); the files stay root's, read-only to the user.
-  sysroot=$(readlink -f "$(rustc --print sysroot)")
-  registry=${CARGO_HOME:-$HOME/.cargo}/registry
-  mkdir -p "$home/.cargo"
-  cp -al "$sysroot" "$home/rust" 2>/dev/null || cp -a "$sysroot" "$home/rust"
-  cp -al "$registry" "$home/.cargo/registry" 2>/dev/null || cp -a "$registry" "$home/.cargo/registry"
-  find "$home/.cargo" -type d -exec chown "$NONROOT_USER:" {} +
+  nonroot_allow_traverse "$cargo_home/bin"
+  nonroot_allow_traverse "$rustup_home/toolchains"
   (
     started=$(date +%s)
     set +e
     runuser -u "$NONROOT_USER" -- env -i HOME="$home" USER="$NONROOT_USER" LANG=C.UTF-8 \
-      PATH="$home/rust/bin:/usr/local/bin:/usr/bin:/bin" CARGO_HOME="$home/.cargo" \
-      bash -c 'cd ~/clone && exec scripts/quickstart.sh --messages 3' \
+      PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" CARGO_HOME="$cargo_home" \
+      RUSTUP_HOME="$rustup_home" bash -c 'cd ~/clone && exec scripts/quickstart.sh --messages 3' \
       </dev/null >"$out/stdout" 2>"$out/stderr"
     echo $? >"$out/status.part"
     echo $(($(date +%s) - started)) >"$out/seconds"
@@ -65,9 +77,10 @@ nonroot_quickstart_check() {
   tail -n 2 "$out/stderr" >&2
 }
 
-# What nonroot_quickstart_start left in the user's home (the clone with its build, the links).
 nonroot_quickstart_clean() {
-  local home
+  local home dir
   home=$(getent passwd "$NONROOT_USER" | cut -d: -f6)
-  [ -n "$home" ] && rm -rf "$home/clone" "$home/rust" "$home/.cargo"
+  if [ -n "$home" ]; then rm -rf "$home/clone"; fi
+  for dir in "${NONROOT_TRAVERSED[@]}"; do chmod o-x "$dir"; done
+  NONROOT_TRAVERSED=()
 }
