@@ -60,16 +60,16 @@ ensure_tools() {
   command -v mvn >/dev/null 2>&1 || missing+=(maven)
   # rustc links with `cc`; RocksDB is C++ (libstdc++), and a few crates compile C.
   if command -v cc >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1; then
-    # The plugin links RocksDB and its snappy and lz4 statically (.cargo/config.toml): the
-    # archives where the linker finds them, and the header bindgen reads.
-    local lib
-    for lib in rocksdb snappy lz4; do
-      [[ $(cc -print-file-name="lib$lib.a") == /* ]] || missing+=(librocksdb-dev)
-    done
+    # The plugin links the system's RocksDB (.cargo/config.toml): the library where the linker
+    # finds it, and the header bindgen reads.
+    [[ $(cc -print-file-name=librocksdb.so) == /* ]] || missing+=(librocksdb-dev)
   else
-    missing+=(build-essential librocksdb-dev)
+    missing+=(build-essential)
   fi
   [ -e "${ROCKSDB_INCLUDE_DIR:-/usr/include}/rocksdb/c.h" ] || missing+=(librocksdb-dev)
+  # Arrow IPC's zstd codec links the system's libzstd (.cargo/config.toml), found by pkg-config.
+  [ -e /usr/include/zstd.h ] || missing+=(libzstd-dev)
+  command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
   # bindgen loads libclang: from LIBCLANG_PATH, else from the directories clang-sys searches.
   local dir found=
   for dir in ${LIBCLANG_PATH:-} /usr/lib/llvm-*/lib /usr/lib /usr/lib64 /usr/lib/*-linux-gnu; do
@@ -90,8 +90,8 @@ ensure_tools() {
   fi
   say "missing system packages; on Debian or Ubuntu an administrator installs them with:"
   say "  sudo apt-get install -y ${packages[*]}"
-  say "other systems: a C/C++ compiler, Java 17+, Maven 3, libclang and RocksDB's headers with the"
-  say "static libraries of RocksDB, snappy and lz4 (docs/install.md); then run me again"
+  say "other systems: a C/C++ compiler, Java 17+, Maven 3, RocksDB 7 with its headers, zstd's"
+  say "headers, pkg-config and libclang (docs/install.md); then run me again"
   exit 1
 }
 
