@@ -203,11 +203,14 @@ pub enum Header {
     /// `fluss_schema_id`: the Fluss schema id of the row's columns (int32); only when named,
     /// not part of `all`.
     SchemaId,
+    /// `fluss_primary_key`: the primary key's column names, joined by `,` (string;
+    /// primary-key tables only), so a consumer of per-key state needs no other knowledge.
+    PrimaryKey,
 }
 
 impl Header {
-    fn bit(self) -> u8 {
-        1 << self as u8
+    fn bit(self) -> u16 {
+        1 << self as u16
     }
 }
 
@@ -221,17 +224,18 @@ impl Choice for Header {
         ("fluss_partition", Self::Partition),
         ("fluss_row_count", Self::RowCount),
         ("fluss_schema_id", Self::SchemaId),
+        ("fluss_primary_key", Self::PrimaryKey),
     ];
 }
 
 /// Which headers messages carry (`headers`): a set of [`Header`]s.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct HeaderSet(u8);
+pub struct HeaderSet(u16);
 
 impl HeaderSet {
     /// Every header but `fluss_schema_id` (the default, `"all"`; the schema id is attached
     /// only when named, so messages keep the headers they had before it existed).
-    pub const ALL: Self = Self(0x7f);
+    pub const ALL: Self = Self(0x17f);
     /// No headers at all (`"none"`): the message id still carries table, partition, bucket
     /// and offset.
     pub const NONE: Self = Self(0);

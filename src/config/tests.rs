@@ -182,7 +182,7 @@ fn headers_are_all_none_or_a_list_of_names() {
     let e = error_for(json!({"headers": ["fluss_offset", "offset"]}));
     assert_eq!(
         e.to_string(),
-        "invalid plugin_config: `headers` names an unknown header \"offset\"; use \"all\", \"none\" or a list of header names (\"fluss_table\", \"fluss_bucket\", \"fluss_offset\", \"fluss_timestamp\", \"fluss_change_type\", \"fluss_partition\", \"fluss_row_count\", \"fluss_schema_id\")"
+        "invalid plugin_config: `headers` names an unknown header \"offset\"; use \"all\", \"none\" or a list of header names (\"fluss_table\", \"fluss_bucket\", \"fluss_offset\", \"fluss_timestamp\", \"fluss_change_type\", \"fluss_partition\", \"fluss_row_count\", \"fluss_schema_id\", \"fluss_primary_key\")"
     );
     let e = error_for(json!({"headers": 5}));
     assert_eq!(e.key, "headers");

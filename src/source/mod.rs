@@ -170,7 +170,10 @@ impl Source for FlussSource {
             starts.push((key, position, "starting_offset"));
         }
         starts.sort_by_key(|(k, _, _)| *k);
-        let stamper = Stamper::new(table.id(), &qualified, config.headers)?;
+        let mut stamper = Stamper::new(table.id(), &qualified, config.headers)?;
+        if table.primary_key {
+            stamper = stamper.with_primary_key(table.info.get_primary_keys())?;
+        }
         let scanner = Scanner::build(
             &table,
             &bound.unfinished(&committed),

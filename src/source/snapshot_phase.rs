@@ -77,8 +77,14 @@ impl FlussSource {
             return Ok(());
         }
         self.telemetry.snapshot_started(key);
+        // A resume goes on numbering the rows as the attempt it comes from did: one saved
+        // without a filter (or before filtered rows were numbered among the kept ones) while a
+        // filter is set, or the other way round, starts the snapshot over.
+        let filtered = self.config.filter.is_some();
         let resume = match positions.get(&key) {
-            Some(Position::Snapshot { resume, .. }) => *resume,
+            Some(Position::Snapshot { resume, .. }) => {
+                resume.filter(|resume| resume.kept.is_some() == filtered)
+            }
             _ => None,
         };
         let continue_at = match self.open_snapshot(key, resume).await? {
@@ -154,7 +160,12 @@ impl FlussSource {
                 match self.open(key, resume.snapshot, resume.rows, started).await {
                     // The lease was granted, but Fluss had already deleted the snapshot.
                     Err(error) if snapshot_not_found(&error) => true,
-                    result => return result.map(Some),
+                    result => {
+                        return result.map(|mut opened| {
+                            opened.first_index = resume.kept.unwrap_or(opened.skipped);
+                            Some(opened)
+                        })
+                    }
                 }
             } else {
                 true
@@ -352,6 +363,7 @@ impl Opening {
             exact: true,
             disk_bytes,
             skipped,
+            first_index: skipped,
         };
         Ok(Copied { opened, dir, took })
     }

@@ -90,6 +90,9 @@ pub struct Opened {
     /// Rows (in key order) an earlier attempt at the same snapshot handed over, which `rows`
     /// skipped.
     pub skipped: u64,
+    /// The index the rows to come are numbered from: `skipped`, or with a `filter` the rows
+    /// of those the filter kept (see [`crate::encode::stamp::SnapshotIndex`]).
+    pub first_index: u64,
 }
 
 impl Opened {
