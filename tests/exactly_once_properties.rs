@@ -242,9 +242,7 @@ fn records_from(plan: &BucketPlan, from: i64) -> VecDeque<Vec<ScanRecord>> {
 struct Rows(VecDeque<RecordBatch>);
 
 impl RowBatches for Rows {
-    fn next_batch(
-        &mut self,
-    ) -> iggy_connector_fluss_source::error::Result<Option<RecordBatch>> {
+    fn next_batch(&mut self) -> iggy_connector_fluss_source::error::Result<Option<RecordBatch>> {
         Ok(self.0.pop_front())
     }
 }
@@ -354,7 +352,8 @@ fn deliver(
                             },
                         );
                     }
-                    let (skip, first) = resume.map_or((0, 0), |r| (r.rows, r.kept.unwrap_or(r.rows)));
+                    let (skip, first) =
+                        resume.map_or((0, 0), |r| (r.rows, r.kept.unwrap_or(r.rows)));
                     let per_batch = 1 + rng.below(6) as usize;
                     buckets
                         .queue_snapshot(plan.key, opened(plan, skip, first, per_batch))
@@ -433,7 +432,10 @@ fn consume(format: Format, topic: &[ProducedMessage]) -> Expected {
                 }
                 let image = |side: &str| {
                     let image = &payload[side];
-                    (image["id"].as_i64().expect("id"), image["v"].as_i64().expect("v"))
+                    (
+                        image["id"].as_i64().expect("id"),
+                        image["v"].as_i64().expect("v"),
+                    )
                 };
                 if payload["op"] == "d" {
                     state.remove(&image("before").0);
@@ -496,7 +498,7 @@ fn config() -> Config {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|c| c.parse().ok())
-        .unwrap_or(2_000);
+        .unwrap_or(100_000);
     Config {
         cases,
         failure_persistence: None,
@@ -551,9 +553,11 @@ proptest! {
 fn a_replay_cut_anew_over_filtered_rows_loses_nothing() {
     let mut dedup = Deduplicator::default();
     let id = |offset: u128| MessageId::parse(1 << 126 | 7 << 104 | offset).expect("id");
-    assert_eq!(dedup.admit(id(100), RowPositions::Listed(&[100, 150])).seen, 0);
+    assert_eq!(
+        dedup.admit(id(100), RowPositions::Listed(&[100, 150])).seen,
+        0
+    );
     assert_eq!(dedup.admit(id(200), RowPositions::Listed(&[200])).seen, 0);
     let replay = dedup.admit(id(100), RowPositions::Listed(&[100, 150, 200, 250]));
     assert_eq!(replay.seen, 3, "the fourth row, offset 250, is new");
 }
-

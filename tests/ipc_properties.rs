@@ -67,7 +67,11 @@ fn encoding() -> impl Strategy<Value = Encoding> {
     (
         prop::collection::vec((prop::bool::weighted(0.85), change), 40),
         prop_oneof![1usize..64, 64usize..256],
-        prop::sample::select(vec![Leading::Nothing, Leading::LogOffset, Leading::Changelog]),
+        prop::sample::select(vec![
+            Leading::Nothing,
+            Leading::LogOffset,
+            Leading::Changelog,
+        ]),
     )
         .prop_map(|(picked, cap_64ths, leading)| Encoding {
             picked,

@@ -565,7 +565,13 @@ fn quickstart_again_with_a_relative_target_dir_and_through_iggy_when_iggy_bin_di
     let (orders, customers) = if iggy.is_some() {
         assert!(
             run.stderr.contains("started iggy-server")
-                && run.stderr.contains("started iggy-connectors"),
+                && run.stderr.contains("started iggy-connectors")
+                && run
+                    .stderr
+                    .contains("examples/consumer_python/consume.py --server 127.0.0.1:")
+                && run
+                    .stderr
+                    .contains("--stream quickstart --topic customers --format debezium"),
             "{}",
             run.stderr
         );

@@ -198,7 +198,7 @@ def apply_arrow(message, mid, dedup, sink):
     batch = reader.read_next_batch()
     on_new = sink.forget_bucket if isinstance(sink, KeyedState) else None
     offsets = batch.column("_log_offset") if "_log_offset" in batch.schema.names else None
-    offsets = None if offsets is None else offsets.to_numpy()
+    offsets = None if offsets is None else offsets.to_pylist()
     seen = dedup.seen(mid, positions_of(mid, batch.num_rows, offsets), on_new)
     fresh = batch.slice(seen)  # zero-copy: a view of the rows not applied yet
     if isinstance(sink, LogRows):

@@ -92,10 +92,8 @@ impl Leading {
                 )),
                 offsets(),
                 Arc::new(
-                    TimestampMillisecondArray::from_iter_values(
-                        rows.iter().map(|r| r.timestamp()),
-                    )
-                    .with_timezone("UTC"),
+                    TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.timestamp()))
+                        .with_timezone("UTC"),
                 ),
             ],
         }
@@ -371,7 +369,8 @@ mod tests {
             IpcCompression::Lz4,
             IpcCompression::Zstd,
         ] {
-            let encoder = IpcMessages::new(Leading::Nothing, any_schema(), compression, 1 << 20).unwrap();
+            let encoder =
+                IpcMessages::new(Leading::Nothing, any_schema(), compression, 1 << 20).unwrap();
             let payload = encoder.write_stream(&slice).unwrap();
             let back = read_back(&payload);
             assert_eq!(back.len(), 1, "{compression:?}");
@@ -382,7 +381,13 @@ mod tests {
     #[test]
     fn a_slice_writes_only_its_own_rows() {
         let batch = sample(100_000);
-        let encoder = IpcMessages::new(Leading::Nothing, any_schema(), IpcCompression::None, 1 << 30).unwrap();
+        let encoder = IpcMessages::new(
+            Leading::Nothing,
+            any_schema(),
+            IpcCompression::None,
+            1 << 30,
+        )
+        .unwrap();
         let whole = encoder.write_stream(&batch).unwrap().len();
         let tenth = encoder.write_stream(&batch.slice(0, 10_000)).unwrap().len();
         assert!(
@@ -417,13 +422,21 @@ mod tests {
             .bucket(BucketKey::bucket(1), None)
             .unwrap()
             .snapshot(300, SnapshotIndex::Every);
-        let mut encoder =
-            IpcMessages::new(Leading::Changelog, any_schema(), IpcCompression::None, 1 << 20).unwrap();
+        let mut encoder = IpcMessages::new(
+            Leading::Changelog,
+            any_schema(),
+            IpcCompression::None,
+            1 << 20,
+        )
+        .unwrap();
         let mut out = Batch::new(10, usize::MAX);
         assert_eq!(encoder.encode(&stamp, &records, &mut out).unwrap(), 5);
         let messages = out.into_messages().unwrap();
         assert_eq!(messages.len(), 1);
-        assert_eq!(messages[0].id, Some(snapshot_id(7, None, 1, (300, SnapshotIndex::Every), 0)));
+        assert_eq!(
+            messages[0].id,
+            Some(snapshot_id(7, None, 1, (300, SnapshotIndex::Every), 0))
+        );
         let back = &read_back(&messages[0].payload)[0];
         let change = back
             .column(0)
@@ -457,7 +470,11 @@ mod tests {
             .unwrap()
             .bucket(BucketKey::bucket(1), None)
             .unwrap();
-        let per_row = bytes_per_row(&arrow_batch(records[0].row().get_record_batch()).unwrap().clone());
+        let per_row = bytes_per_row(
+            &arrow_batch(records[0].row().get_record_batch())
+                .unwrap()
+                .clone(),
+        );
         for rows_per_message in [1, 7, 50] {
             let mut encoder = IpcMessages::new(
                 Leading::LogOffset,
@@ -473,7 +490,11 @@ mod tests {
                 let back = &read_back(&message.payload)[0];
                 assert_eq!(back.schema().field(0).name(), "_log_offset");
                 assert_eq!(back.schema().field(1).name(), "id");
-                let column = back.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                let column = back
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap();
                 assert_eq!(message.id, Some(message_id(7, None, 1, column.value(0))));
                 seen.extend(column.values().iter().copied());
             }
@@ -514,8 +535,13 @@ mod tests {
             .bucket(BucketKey::bucket(0), None)
             .unwrap();
         let per_row = bytes_per_row(&whole);
-        let mut encoder =
-            IpcMessages::new(Leading::Nothing, any_schema(), IpcCompression::Zstd, per_row * 1000).unwrap();
+        let mut encoder = IpcMessages::new(
+            Leading::Nothing,
+            any_schema(),
+            IpcCompression::Zstd,
+            per_row * 1000,
+        )
+        .unwrap();
         let mut rows_back = Vec::new();
         let mut estimated = Vec::new();
         for half in records.chunks(10_000) {

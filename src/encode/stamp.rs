@@ -517,7 +517,11 @@ mod tests {
         assert_eq!(id >> 126, 2, "layout version 10");
         let kept = snapshot_id(5, Some(3), 2, (1234, SnapshotIndex::Kept), 99);
         assert_eq!(kept >> 126, 3, "layout version 11");
-        assert_eq!(kept & !(3 << 126), id & !(3 << 126), "the same fields below");
+        assert_eq!(
+            kept & !(3 << 126),
+            id & !(3 << 126),
+            "the same fields below"
+        );
         assert_eq!((id >> 104) & ((1 << 22) - 1), 5);
         assert_eq!((id >> 72) & ((1 << 32) - 1), 4);
         assert_eq!((id >> 56) & 0xffff, 2);
@@ -647,7 +651,10 @@ mod tests {
             assert_eq!(key.as_str().unwrap(), "region,id");
         }
         let log = stamp(HeaderSet::ALL, None).row(5, 6, None, 1, Vec::new());
-        assert!(header(&log, Header::PrimaryKey).is_none(), "log tables have none");
+        assert!(
+            header(&log, Header::PrimaryKey).is_none(),
+            "log tables have none"
+        );
         let unnamed = Stamper::new(3, "fluss.orders", HeaderSet::of(&[Header::Offset]))
             .unwrap()
             .with_primary_key(&["id".to_owned()])
@@ -655,7 +662,10 @@ mod tests {
             .bucket(BucketKey::bucket(2), None)
             .unwrap()
             .row(5, 6, None, 1, Vec::new());
-        assert!(header(&unnamed, Header::PrimaryKey).is_none(), "only when selected");
+        assert!(
+            header(&unnamed, Header::PrimaryKey).is_none(),
+            "only when selected"
+        );
     }
 
     #[test]

@@ -118,7 +118,11 @@ fn only_matching_rows_arrive_in_every_format_and_positions_pass_the_rest() {
             column.iter().all(|id| id.is_some_and(expected)),
             "only matching rows in IPC batches"
         );
-        assert_eq!(offsets.value(0), m.offset, "the first row's offset is the header's");
+        assert_eq!(
+            offsets.value(0),
+            m.offset,
+            "the first row's offset is the header's"
+        );
         for (offset, id) in offsets.values().iter().zip(column.values()) {
             assert!(
                 *id == 5_050 || json_offsets.contains(&(m.bucket, *offset, *id)),

@@ -110,7 +110,9 @@ impl Positions<'_> {
         match self {
             Positions::Consecutive(rows) => {
                 let seen = match applied {
-                    Some(applied) if applied >= first => ((applied - first + 1) as usize).min(*rows),
+                    Some(applied) if applied >= first => {
+                        ((applied - first + 1) as usize).min(*rows)
+                    }
                     _ => 0,
                 };
                 (seen, first + *rows as u64 - 1)
@@ -237,7 +239,11 @@ mod tests {
         assert_eq!(d.admit(log(1, 0), rows(100)).seen, 0);
         assert_eq!(d.admit(log(1, 100), rows(50)).seen, 0);
         assert_eq!(d.admit(log(1, 80), rows(100)).seen, 70);
-        assert_eq!(d.admit(log(2, 0), rows(10)).seen, 0, "buckets are independent");
+        assert_eq!(
+            d.admit(log(2, 0), rows(10)).seen,
+            0,
+            "buckets are independent"
+        );
         assert_eq!(d.admit(log(1, 0), rows(1)).seen, 1);
         assert_eq!(d.repeats, 71);
     }

@@ -147,7 +147,8 @@ impl Sink {
                 let offsets = batch
                     .column_by_name("_log_offset")
                     .and_then(|column| column.as_any().downcast_ref::<Int64Array>());
-                let positions = Positions::of(&id, batch.num_rows(), offsets.map(|o| o.values().as_ref()));
+                let positions =
+                    Positions::of(&id, batch.num_rows(), offsets.map(|o| o.values().as_ref()));
                 let seen = dedup.admit(id, positions).seen;
                 // A slice is a view: the rows not applied yet, still in the payload's bytes;
                 // the rows of a log table without their positions.

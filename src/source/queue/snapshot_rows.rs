@@ -423,7 +423,10 @@ pub(crate) mod tests {
         while !snap.is_done() {
             let record = snap.chunk()[0].clone();
             snap.advance(1);
-            steps.push(((record.row().get_long(0).unwrap(), record.offset()), snap.resume()));
+            steps.push((
+                (record.row().get_long(0).unwrap(), record.offset()),
+                snap.resume(),
+            ));
         }
         steps
     }
@@ -487,7 +490,12 @@ pub(crate) mod tests {
             [(2, 1), (5, 2), (9, 3)]
         );
         let ids = |snap: &Snapshot| {
-            let id = snap.stamp().clone().row(0, 0, None, 1, Vec::new()).id.unwrap();
+            let id = snap
+                .stamp()
+                .clone()
+                .row(0, 0, None, 1, Vec::new())
+                .id
+                .unwrap();
             id >> 126
         };
         let unfiltered = Snapshot::new(&stamp, with_id(0, 0), None).unwrap();
