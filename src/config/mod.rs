@@ -370,4 +370,4 @@ use values::{
 mod tests;
 
 #[cfg(test)]
-mod readme_tests;
+mod doc_tests;
