@@ -586,9 +586,20 @@ fn quickstart_again_with_a_relative_target_dir_and_through_iggy_when_iggy_bin_di
     );
 }
 
-/// README text with runs of whitespace (line breaks) folded to one space.
+/// The user docs (README.md and the chapters in docs/, which hold the runner's command) with
+/// runs of whitespace (line breaks) folded to one space.
 fn readme() -> String {
-    let text = std::fs::read_to_string(WORKSPACE.clone.join("README.md")).expect("README.md");
+    let mut text = std::fs::read_to_string(WORKSPACE.clone.join("README.md")).expect("README.md");
+    let mut chapters: Vec<PathBuf> = std::fs::read_dir(WORKSPACE.clone.join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    chapters.sort();
+    for chapter in chapters {
+        text.push('\n');
+        text.push_str(&std::fs::read_to_string(&chapter).expect("a chapter"));
+    }
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -652,7 +663,10 @@ fn delivered_ids(lines: &str) -> Vec<i64> {
 fn the_readme_runner_command_with_every_option() {
     let readme = readme();
     let documented = "`target/release/fluss-source-runner --connector config.toml [--state FILE] [--output FILE] [--nack-every N] [--max-messages N] [--idle-exit 5s]`";
-    assert!(readme.contains(documented), "the README shows {documented}");
+    assert!(
+        readme.contains(documented),
+        "docs/operations.md shows {documented}"
+    );
 
     let cluster = fluss_testkit::Cluster::start(fluss_testkit::ClusterOptions::default());
     let tokio = tokio::runtime::Runtime::new().expect("tokio");

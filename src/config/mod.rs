@@ -36,11 +36,13 @@ pub const DEFAULT_PARTITION_DISCOVERY_INTERVAL: Duration = Duration::from_secs(6
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest `batch_size`: the runtime keeps a whole batch in memory twice (decoded and encoded).
 pub const MAX_BATCH_SIZE: usize = 1_000_000;
-/// Most rows one bucket's snapshot may hold (`starting_offset = "full"`): the snapshot of a
-/// bucket arrives whole, as one Arrow batch of about rows × row width bytes (1M rows of 100
-/// bytes ≈ 100 MiB, twice that while it is decoded).
+/// Default of `snapshot_max_bucket_rows`, which is ignored: snapshots are read from KV snapshot
+/// files a batch at a time, with no cap (docs/configuration.md, "Advanced"). The key is still
+/// parsed, so a connector file that set it keeps opening and a value no release accepted is
+/// still refused.
 pub const DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS: usize = 1_000_000;
-/// The limit scan that takes a snapshot asks for one row more than the cap, as an `i32`.
+/// Largest `snapshot_max_bucket_rows` accepted (a positive `i32` less one), so that every file
+/// that opened before opens now, and no other.
 pub const MAX_SNAPSHOT_MAX_BUCKET_ROWS: usize = i32::MAX as usize - 1;
 /// Smallest `max_batch_bytes`: one row must always fit.
 pub const MIN_MAX_BATCH_BYTES: usize = 1024;
@@ -143,7 +145,8 @@ pub struct Config {
     pub stopping_offset: Option<StoppingOffset>,
     /// The partitions read (`None` = all).
     pub partitions: Option<PartitionFilter>,
-    /// No longer used (snapshots are read a batch at a time); accepted for existing files.
+    /// Ignored (snapshots are read a batch at a time, with no cap); accepted so connector files
+    /// that set it keep opening.
     pub snapshot_max_bucket_rows: usize,
     /// Where the Prometheus endpoint listens (`None` = no metrics).
     pub metrics_address: Option<SocketAddr>,
@@ -180,7 +183,7 @@ impl Config {
         }
         let raw = RawConfig::deserialize(&value).map_err(|e| ConfigError {
             key: "plugin_config",
-            message: format!("{e}; see the README for the accepted keys"),
+            message: format!("{e}; see docs/configuration.md for the accepted keys"),
         })?;
         raw.validate()
     }
@@ -370,4 +373,4 @@ use values::{
 mod tests;
 
 #[cfg(test)]
-mod readme_tests;
+mod doc_tests;

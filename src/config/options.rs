@@ -3,13 +3,13 @@
 //! The modules that act on an option import it from here, so `config` and `encode` never
 //! import each other.
 
-/// An option whose accepted values are a fixed list of names (snake_case, as the README
-/// spells them). Parsing ignores ASCII case.
+/// An option whose accepted values are a fixed list of names (snake_case, as
+/// docs/configuration.md spells them). Parsing ignores ASCII case.
 pub trait Choice: Copy + 'static {
     /// Every accepted name with its value, in the order error messages list them.
     const CHOICES: &'static [(&'static str, Self)];
 
-    /// The name of this value, as the README spells it.
+    /// The name of this value, as docs/configuration.md spells it.
     fn name(self) -> &'static str
     where
         Self: PartialEq,
@@ -183,7 +183,7 @@ pub struct JsonOptions {
     pub decimal: DecimalFormat,
 }
 
-/// One of the headers a message can carry (README "Message formats").
+/// One of the headers a message can carry (docs/messages.md, "Headers").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Header {
     /// `fluss_table`: `db.table` (string).

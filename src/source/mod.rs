@@ -227,12 +227,12 @@ impl Source for FlussSource {
         produced
     }
 
-    /// JSON: the next batch is encoded while the runtime decodes the previous one's messages
-    /// (2M rows: 291 K instead of 232 K messages/s). Not for uncompressed Arrow IPC: its
-    /// batches are a few large messages, cheap to encode and decode, and a second batch of them
-    /// in memory only adds page faults (2M rows: 0.74 s instead of 0.64 s, peak RSS 103 instead
-    /// of 85 MiB). Compressed Arrow IPC polls ahead again: compressing is the expensive part,
-    /// and its messages are small.
+    /// Poll ahead where encoding costs more than holding a second batch: JSON (the next batch is
+    /// encoded while the runtime decodes the previous one's messages, on another core) and
+    /// compressed Arrow IPC (compressing is the expensive part, and its messages are small).
+    /// Not uncompressed Arrow IPC: its batches are a few large messages, cheap to encode and
+    /// decode, so a second batch of them in memory only costs page faults and peak RSS.
+    /// Measured in the stand-in runner (BENCHMARKS.md, "Through the stand-in runner").
     fn poll_ahead(&self) -> bool {
         match self.config.payload_format {
             PayloadFormat::Json => true,
