@@ -414,18 +414,31 @@ mod tests {
         }
     }
 
+    /// A record of table 1 (`a.b`) read by every instance, without a stop point.
+    fn record(
+        positions: Vec<PersistedPosition>,
+        snapshots: Vec<PersistedPosition>,
+        resumes: Vec<PersistedResume>,
+        kept: Vec<PersistedKept>,
+    ) -> PersistedState {
+        PersistedState {
+            version: STATE_VERSION,
+            table_id: 1,
+            table: "a.b".into(),
+            positions,
+            assignment: Assignment::ALL,
+            stop: None,
+            snapshots,
+            resumes,
+            kept,
+        }
+    }
+
     #[test]
     fn another_version_is_refused() {
         let record = PersistedState {
             version: 99,
-            table_id: 1,
-            table: "a.b".into(),
-            positions: vec![],
-            assignment: Assignment::ALL,
-            stop: None,
-            snapshots: vec![],
-            resumes: vec![],
-            kept: vec![],
+            ..record(vec![], vec![], vec![], vec![])
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
@@ -434,34 +447,14 @@ mod tests {
 
     #[test]
     fn negative_offsets_are_refused() {
-        let record = PersistedState {
-            version: STATE_VERSION,
-            table_id: 1,
-            table: "a.b".into(),
-            positions: vec![(None, 0, -3)],
-            assignment: Assignment::ALL,
-            stop: None,
-            snapshots: vec![],
-            resumes: vec![],
-            kept: vec![],
-        };
+        let record = record(vec![(None, 0, -3)], vec![], vec![], vec![]);
         let bytes = ConnectorState::serialize(&record).unwrap();
         assert!(SavedState::decode(&bytes).is_err());
     }
 
     #[test]
     fn a_snapshot_resume_of_a_bucket_not_in_its_snapshot_phase_is_refused() {
-        let record = PersistedState {
-            version: STATE_VERSION,
-            table_id: 1,
-            table: "a.b".into(),
-            positions: vec![(None, 0, 5)],
-            assignment: Assignment::ALL,
-            stop: None,
-            snapshots: vec![],
-            resumes: vec![(None, 0, 3, 100)],
-            kept: vec![],
-        };
+        let record = record(vec![(None, 0, 5)], vec![], vec![(None, 0, 3, 100)], vec![]);
         let bytes = ConnectorState::serialize(&record).unwrap();
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
         assert!(e.contains("impossible position"), "{e}");
@@ -469,17 +462,12 @@ mod tests {
 
     #[test]
     fn a_kept_count_of_a_bucket_without_a_snapshot_resume_is_refused() {
-        let record = PersistedState {
-            version: STATE_VERSION,
-            table_id: 1,
-            table: "a.b".into(),
-            positions: vec![(None, 0, 5)],
-            assignment: Assignment::ALL,
-            stop: None,
-            snapshots: vec![(None, 1, -1)],
-            resumes: vec![(None, 1, 3, 100)],
-            kept: vec![(None, 0, 7)],
-        };
+        let record = record(
+            vec![(None, 0, 5)],
+            vec![(None, 1, -1)],
+            vec![(None, 1, 3, 100)],
+            vec![(None, 0, 7)],
+        );
         let bytes = ConnectorState::serialize(&record).unwrap();
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
         assert!(e.contains("impossible position"), "{e}");

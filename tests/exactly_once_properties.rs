@@ -11,6 +11,7 @@
 //! records in offset order, a `-U`/`+U` pair within one record batch); tests/runtime/consumers.rs
 //! runs the examples against a real cluster and the real runtime under SIGKILLs.
 
+mod arrow_cases;
 #[path = "../examples/consumer_rust/src/dedup.rs"]
 #[allow(dead_code)]
 mod dedup;
@@ -43,7 +44,6 @@ use iggy_connector_fluss_source::schemas::Schemas;
 use iggy_connector_fluss_source::source::queue::Buckets;
 use iggy_connector_sdk::ProducedMessage;
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 use serde_json::Value;
 
 use dedup::{Deduplicator, MessageId, Positions as RowPositions};
@@ -494,18 +494,6 @@ fn consume(format: Format, topic: &[ProducedMessage]) -> Expected {
     }
 }
 
-fn config() -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(100_000);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
-
 fn check(format: Format, seed: u64, filtered: bool, crashes: u32) -> Result<(), TestCaseError> {
     let mut rng = Rng(seed | 1);
     let (plans, expected) = table(format, &mut rng, filtered);
@@ -524,7 +512,7 @@ fn check(format: Format, seed: u64, filtered: bool, crashes: u32) -> Result<(), 
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(arrow_cases::config(100_000))]
 
     #[test]
     fn log_rows_as_json_are_applied_once(seed in any::<u64>(), filtered in any::<bool>(), crashes in 0u32..6) {

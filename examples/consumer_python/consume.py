@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import bisect
 import json
+import math
 import os
 import sys
 import time
@@ -189,6 +190,33 @@ def apply_debezium(message, mid, dedup, state: KeyedState):
         state.upsert(mid.bucket, event["after"])
 
 
+def plain_type(data_type):
+    """`data_type` with nanosecond timestamps, which Python's datetime cannot hold, as int64
+    (nanoseconds since the epoch), wherever they are nested."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(data_type) and data_type.unit == "ns":
+        return pa.int64()
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
+        field = data_type.value_field
+        inner = field.with_type(plain_type(field.type))
+        return pa.list_(inner) if pa.types.is_list(data_type) else pa.large_list(inner)
+    if pa.types.is_struct(data_type):
+        return pa.struct([field.with_type(plain_type(field.type)) for field in data_type])
+    if pa.types.is_map(data_type):
+        key, item = data_type.key_field, data_type.item_field
+        return pa.map_(key.with_type(plain_type(key.type)), item.with_type(plain_type(item.type)))
+    return data_type
+
+
+def python_rows(batch):
+    """The rows of `batch` as Python values (what this example keeps and prints)."""
+    import pyarrow as pa
+
+    columns = [column.cast(plain_type(column.type)) for column in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names).to_pylist()
+
+
 def apply_arrow(message, mid, dedup, sink):
     import pyarrow as pa
 
@@ -202,14 +230,14 @@ def apply_arrow(message, mid, dedup, sink):
     seen = dedup.seen(mid, positions_of(mid, batch.num_rows, offsets), on_new)
     fresh = batch.slice(seen)  # zero-copy: a view of the rows not applied yet
     if isinstance(sink, LogRows):
-        rows = fresh.to_pylist()
+        rows = python_rows(fresh)
         for row in rows:
             row.pop("_log_offset", None)
         sink.add(rows)
         return
     if fresh.num_rows:
         sink.learn_key(message)
-    for row in fresh.to_pylist():
+    for row in python_rows(fresh):
         change = row.pop("_change_type")
         del row["_log_offset"], row["_commit_timestamp"]
         if change == "delete":
@@ -259,12 +287,24 @@ async def consume(args):
                   restarted_snapshots=dedup.restarted_snapshots)
     print(f"consumer: done, {messages} messages, {sink.size()} rows held, "
           f"{dedup.repeats} repeated rows dropped", file=sys.stderr, flush=True)
-    out = json.dumps(result, default=str)
+    out = json.dumps(json_safe(result), default=str, allow_nan=False)
     if args.result:
         with open(args.result, "w") as f:
             f.write(out)
     else:
         print(out)
+
+
+def json_safe(value):
+    """`value` with NaN and infinities as the strings the connector's JSON uses for them
+    (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
 
 
 # The Python client release whose API this consumer calls (later releases changed

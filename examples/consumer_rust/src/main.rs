@@ -24,9 +24,11 @@ mod ipc;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow_array::{Int64Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, Int64Array, ListArray, MapArray, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
 use dedup::{BucketId, Deduplicator, MessageId, Positions};
 use iggy::prelude::*;
 use ipc::Decoded;
@@ -209,7 +211,9 @@ impl Sink {
             } => {
                 let mut writer = arrow_json::ArrayWriter::new(Vec::new());
                 for batch in &batches {
-                    writer.write(batch).map_err(|e| e.to_string())?;
+                    writer
+                        .write(&json_ready(batch)?)
+                        .map_err(|e| e.to_string())?;
                 }
                 writer.finish().map_err(|e| e.to_string())?;
                 let rows: Value = serde_json::from_slice(&writer.into_inner()).unwrap_or(json!([]));
@@ -221,6 +225,45 @@ impl Sink {
             }
         })
     }
+}
+
+/// `batch` as arrow-json writes it: a MAP column whose keys are not strings (which arrow-json
+/// refuses) as the list of its `{"key", "value"}` entries, as the connector's own JSON has it.
+/// The entries are the map's own buffers, not a copy.
+fn json_ready(batch: &RecordBatch) -> Result<RecordBatch, String> {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|column| match column.as_any().downcast_ref::<MapArray>() {
+            Some(map) if map.key_type() != &DataType::Utf8 => {
+                let entries = map.entries().clone();
+                let field = Arc::new(Field::new("entries", entries.data_type().clone(), false));
+                let list = ListArray::try_new(
+                    field,
+                    map.offsets().clone(),
+                    Arc::new(entries),
+                    map.nulls().cloned(),
+                )
+                .map_err(|e| e.to_string())?;
+                Ok(Arc::new(list) as ArrayRef)
+            }
+            _ => Ok(column.clone()),
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(field, column)| {
+            Field::new(
+                field.name(),
+                column.data_type().clone(),
+                field.is_nullable(),
+            )
+        })
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| e.to_string())
 }
 
 /// The key columns a message names in its `fluss_primary_key` header.
