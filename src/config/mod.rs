@@ -189,6 +189,15 @@ impl Config {
     }
 }
 
+/// The `db.table` that the JSON text `json` names, both keys read as [`Config::parse`] reads
+/// them; `None` when either is missing or invalid or the text is no JSON object. It names the
+/// instance in the lines of an `open` that fails before (or while) its configuration is read.
+pub fn named_table(json: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(json).ok()?;
+    let key = |key: &'static str| name(key, value.get(key)?.clone()).ok();
+    Some(format!("{}.{}", key("database")?, key("table")?))
+}
+
 /// Every key `[plugin_config]` accepts, in declaration order: the field list serde derives
 /// for [`RawConfig`], so there is no second list to keep in step.
 pub fn keys() -> &'static [&'static str] {

@@ -71,6 +71,34 @@ fn database_and_table_are_required() {
 }
 
 #[test]
+fn the_named_table_is_read_like_parse_reads_it_even_from_a_refused_config() {
+    let named = |extra: Value| {
+        let mut base = json!({"database": "fluss", "table": "orders"});
+        if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
+            b.extend(e);
+        }
+        named_table(&base.to_string())
+    };
+    assert_eq!(named(json!({})).as_deref(), Some("fluss.orders"));
+    // Refused for another key, the table is still named.
+    assert_eq!(
+        named(json!({"batch_size": "many"})).as_deref(),
+        Some("fluss.orders")
+    );
+    // Trimmed, and a number from an environment override is a name.
+    assert_eq!(
+        named(json!({"database": " db ", "table": 7})).as_deref(),
+        Some("db.7")
+    );
+    assert_eq!(named(json!({"table": ""})), None);
+    assert_eq!(named(json!({"database": null})), None);
+    assert_eq!(named(json!({"table": ["t"]})), None);
+    for text in ["null", "{}", "[]", "{not json", r#"{"database":"d"}"#] {
+        assert_eq!(named_table(text), None, "{text}");
+    }
+}
+
+#[test]
 fn malformed_json_is_refused() {
     let e = Config::parse("{not json").unwrap_err();
     assert_eq!(e.key, "plugin_config");

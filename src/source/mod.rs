@@ -107,6 +107,10 @@ pub struct FlussSource {
 impl Source for FlussSource {
     type Error = Error;
 
+    fn log_prefix(id: u32, config_json: &str) -> String {
+        telemetry::prefix(id, crate::config::named_table(config_json).as_deref())
+    }
+
     async fn open(id: u32, config_json: &str, state: Option<ConnectorState>) -> Result<Self> {
         let config = Config::parse(config_json)?;
         // Corrupt state fails before any network work, so the error is immediate.

@@ -52,6 +52,19 @@ pub fn plugin_path() -> std::path::PathBuf {
     lib
 }
 
+/// Whether a log line names plugin instance `id` in any form: the instance prefix
+/// (`fluss[<id> <db.table>]` or `fluss[<id>]`) or the SDK's default `plugin <id>:`, so a line
+/// that lacks the prefix is still found (and fails a comparison of the whole line).
+pub fn names_instance(message: &str, id: u32) -> bool {
+    [
+        format!("fluss[{id} "),
+        format!("fluss[{id}]"),
+        format!("plugin {id}:"),
+    ]
+    .iter()
+    .any(|tag| message.contains(tag))
+}
+
 /// The fluss-rs crate this testkit is built against, for tests that need
 /// its types without a direct dependency.
 pub use fluss;
