@@ -5,14 +5,12 @@
 //! - [`batch`]: one runtime batch assembled within its limits;
 //! - [`rows`]: log-table rows as JSON objects;
 //! - [`cdc`]: primary-key changelogs as change envelopes;
-//! - [`ipc`]: Arrow IPC messages;
-//! - [`runtime_json`]: what the runtime's re-encoding of JSON payloads can carry.
+//! - [`ipc`]: Arrow IPC messages.
 
 pub mod batch;
 pub mod cdc;
 pub mod ipc;
 pub mod rows;
-pub mod runtime_json;
 pub mod stamp;
 
 use fluss::record::ScanRecord;
@@ -22,7 +20,7 @@ use crate::encode::stamp::BucketStamp;
 use crate::error::Result;
 
 /// Turns one bucket's records into messages. The source picks one implementation at open
-/// (JSON rows, change events or Arrow IPC, see `encoder_for` in [`crate::source`]).
+/// (JSON rows, change events or Arrow IPC, see `open::encoder` in [`crate::source`]).
 pub trait Encoder: Send {
     /// Encodes `records` (one bucket, offset order) into `batch` until it is full, returning
     /// how many records were consumed. An encoder may leave records it cannot encode alone

@@ -25,12 +25,11 @@ use crate::client::kv_snapshot::credentials::RemoteCredentials;
 use crate::client::kv_snapshot::lease::Lease;
 use crate::client::offsets;
 use crate::client::scanner::Scanner;
-use crate::client::schemas;
+use crate::client::schema_fetch;
 use crate::client::table::Table;
 use crate::config::options::{IpcCompression, PayloadFormat};
 use crate::config::Config;
 use crate::encode::batch::Batch;
-use crate::encode::runtime_json;
 use crate::encode::stamp::Stamper;
 use crate::encode::Encoder;
 use crate::error::{Error, Result};
@@ -134,7 +133,7 @@ impl Source for FlussSource {
                 .map_err(|reason| Error::PartitionFilter { reason })?;
         }
         let encoder = open::encoder(&config, &table)?;
-        let key_order = runtime_json::check(&config, &table.fields, table.primary_key)?;
+        let key_order = open::runtime_json::check(&config, &table.fields, table.primary_key)?;
         let (partitions, left_out) = if table.info.is_partitioned() {
             discovery::list_split(&table, config.partitions.as_ref()).await?
         } else {
@@ -387,7 +386,7 @@ impl FlussSource {
     /// logging each change once.
     async fn learn_schemas(&mut self, records: &ScanRecords) -> Result<()> {
         for records in records.records_by_buckets().values() {
-            let changes = schemas::learn(&self.table, records).await?;
+            let changes = schema_fetch::learn(&self.table, records).await?;
             self.schema_changed(&changes);
         }
         Ok(())
@@ -403,7 +402,7 @@ impl FlussSource {
             self.telemetry.schema_changed(change);
         }
         let fields = &self.table.schemas.latest().fields;
-        match runtime_json::check(&self.config, fields, self.table.primary_key) {
+        match open::runtime_json::check(&self.config, fields, self.table.primary_key) {
             Ok(None) => {}
             Ok(Some(warning)) => self.telemetry.warn(&warning),
             Err(error) => self.telemetry.warn(&error.to_string()),

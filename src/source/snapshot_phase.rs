@@ -18,16 +18,16 @@ use fluss::SnapshotId;
 
 use super::{FlussSource, RETRY_PAUSE};
 use crate::client::discovery::PartitionNames;
-use crate::client::kv_snapshot::ahead::ReadAhead;
 use crate::client::kv_snapshot::credentials::RemoteCredentials;
-use crate::client::kv_snapshot::rows::{KvRows, Layout};
 use crate::client::kv_snapshot::{files, latest, Opened};
 use crate::client::offsets;
-use crate::client::schemas;
+use crate::client::schema_fetch;
 use crate::client::table::Table;
 use crate::config::options::PayloadFormat;
 use crate::error::{Error, Fault, Result};
 use crate::position::{BucketKey, Offset, Position, Positions, Resume};
+use crate::snapshot_files::ahead::ReadAhead;
+use crate::snapshot_files::rows::{KvRows, Layout};
 
 impl FlussSource {
     /// The next bucket whose snapshot is due: none while one is being handed over.
@@ -239,7 +239,7 @@ impl FlussSource {
         };
         // The snapshot (listed before this) may hold rows of versions no fetched batch
         // showed yet.
-        let changes = schemas::up_to_latest(&self.table).await?;
+        let changes = schema_fetch::up_to_latest(&self.table).await?;
         self.schema_changed(&changes);
         let layout = Layout::of(&self.table);
         let row_type = match &self.table.projection {

@@ -9,7 +9,7 @@
 //!   cluster named by `FLUSS_BOOTSTRAP`.
 //! - [`tables`] creates log, primary-key, partitioned and every-type tables
 //!   with unique names and waits until their buckets have leaders.
-//! - [`write`] appends, upserts and deletes rows; [`read`] scans a log back.
+//! - [`mod@write`] appends, upserts and deletes rows; [`read`] scans a log back.
 //! - [`runtime`]: the shared Tokio runtime of a test binary, and [`runtime::on_own_runtime`]
 //!   for blocking waits; [`plugin_path`] finds the built plugin library.
 //! - [`s3`]: a local S3 server for clusters whose remote storage is an object store.

@@ -18,9 +18,9 @@ use fluss::record::{to_arrow_schema, RowAppendRecordBatchBuilder};
 use rocksdb::{DBRawIterator, Options, DB};
 
 use super::compacted::{Direct, Refused};
-use super::files::LocalCopy;
 use super::versions::Versions;
 use super::{hand_each, RowBatches};
+use crate::client::kv_snapshot::files::LocalCopy;
 use crate::client::table::Table;
 use crate::error::{Error, Result};
 use crate::position::BucketKey;

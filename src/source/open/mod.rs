@@ -1,5 +1,9 @@
 //! Open-time wiring: the parts `open` builds from the configuration and the resolved table
-//! (the filter and its pushdown, the encoder, the batch schema) and the open line's summary.
+//! (the filter and its pushdown, the encoder, the batch schema) and the open line's summary;
+//! [`runtime_json`]: the check of the configuration against what the runtime's handling of
+//! JSON payloads keeps (at open, and again when the table's schema changes).
+
+pub mod runtime_json;
 
 use iggy_connector_sdk::Schema;
 
