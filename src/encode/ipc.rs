@@ -29,12 +29,11 @@ use arrow_ipc::CompressionType;
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use fluss::record::{ChangeType, ScanRecord};
 
-use super::Encoder;
+use super::{runs, Encoder, Run};
 use crate::config::options::IpcCompression;
 use crate::encode::batch::Batch;
 use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
-use crate::records::{arrow_batch, batch_runs};
 use crate::schemas::Schemas;
 
 /// The columns a message carries before the table's, chosen at open from the table kind and
@@ -220,15 +219,17 @@ impl Encoder for IpcMessages {
         batch: &mut Batch,
     ) -> Result<usize> {
         let mut consumed = 0;
-        for (start, end, arrow) in batch_runs(records) {
-            let arrow = arrow_batch(arrow)?;
-            let schema_id = self
-                .schemas
-                .of(arrow)
-                .ok_or(Error::UnknownSchema {
-                    columns: arrow.num_columns(),
-                })?
-                .id;
+        // A handle of its own (the registry is shared): the runs borrow it while `self` builds
+        // each message.
+        let schemas = self.schemas.clone();
+        for run in runs(&schemas, records) {
+            let Run {
+                start,
+                end,
+                arrow,
+                version,
+            } = run?;
+            let schema_id = version.id;
             let per_message = rows_per_message(arrow, self.max_bytes);
             let mut at = start;
             while at < end {
@@ -328,6 +329,7 @@ fn rows_per_message(batch: &RecordBatch, max_bytes: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::arrow_batch;
     use arrow_array::Array;
     use arrow_ipc::reader::StreamReader;
 
