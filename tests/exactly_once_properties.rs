@@ -10,6 +10,10 @@
 //! Only Fluss is left out (its records are made here, as fluss-rs hands them over: a bucket's
 //! records in offset order, a `-U`/`+U` pair within one record batch); tests/runtime/consumers.rs
 //! runs the examples against a real cluster and the real runtime under SIGKILLs.
+//!
+//! One file because the properties share one model: the table plan, the
+//! delivery with its crashes and the consumer's de-duplication; the
+//! properties at the end only choose formats, filters and crash counts.
 
 mod arrow_cases;
 #[path = "../examples/consumer_rust/src/dedup.rs"]

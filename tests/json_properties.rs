@@ -17,6 +17,10 @@
 //!
 //! Cases per property: `PROPTEST_CASES`, default 1,024 (3-7 s in a debug build on the
 //! shared 2-core box).
+//!
+//! One file because its reference encoder (the calendar, clock, decimal and
+//! float texts that `expected` builds) exists only to be compared with the
+//! plugin's in the properties at the end.
 
 mod arrow_cases;
 

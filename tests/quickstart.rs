@@ -19,6 +19,9 @@
 //! One test runs these steps in order in one clone (a step needs the builds of the ones before
 //! it) and removes the clone at the end (in CI's checkout: what the steps added to it). The
 //! cold build takes minutes.
+//!
+//! One file for the same reason: the steps share one clone and one build,
+//! and the checks of what each step prints sit above the one test that runs them in order.
 
 use std::collections::BTreeSet;
 use std::io::Read;

@@ -5,6 +5,10 @@
 //! logs one ERROR line naming the cause) and through the `fluss-source-runner` binary with a
 //! state file (exit code, exactly one plugin ERROR line on stderr, no panic, the state file's
 //! bytes unchanged, no output).
+//!
+//! One file because every refusal goes through the two checks at its top
+//! ([`Case`], [`refused_in_process`] and the runner's), which `log_lines.rs` and `metrics.rs`
+//! reuse for refusals of their own.
 
 use std::time::{Duration, Instant};
 

@@ -5,6 +5,10 @@
 //! and instance; then a restart from the saved state, a fresh read of every version from the
 //! earliest offset, a KV snapshot holding rows of two schema ids, and the changes Fluss
 //! refuses.
+//!
+//! One file because its tests share the versioned rows, the
+//! `ALTER TABLE` step and the JSON and Arrow IPC row checks at its top; each
+//! test covers one table kind or one refusal from start to end.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -4,6 +4,10 @@
 //! repeats by the last position per bucket, and ends with exactly the table: rows of a log table
 //! (JSON and Arrow IPC, with and without a `filter`), or a primary-key table's state per key
 //! (Debezium, with and without a `filter`, killed within its snapshot too).
+//!
+//! One file because every test drives both consumer examples through the
+//! same kills and re-cuts of the helpers at its top; the tests differ only in
+//! the table kind, the payload format and the `filter`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
