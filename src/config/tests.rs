@@ -22,7 +22,8 @@ fn defaults_match_the_product_contract() {
     let c = parse(json!({})).unwrap();
     assert_eq!(c.table_type, TableType::Auto);
     assert_eq!(c.starting_offset, StartingOffset::Full);
-    assert_eq!(c.snapshot_max_bucket_rows, 1_000_000);
+    assert!(c.ignored.is_empty());
+    assert!(c.ignored_warnings().is_empty());
     assert_eq!(c.columns, None);
     assert_eq!(c.payload_format, PayloadFormat::Json);
     assert_eq!(c.payload_schema, PayloadSchema::Json);
@@ -302,9 +303,18 @@ fn starting_offsets() {
 }
 
 #[test]
-fn snapshot_max_bucket_rows_is_a_positive_i32() {
+fn snapshot_max_bucket_rows_is_a_positive_i32_that_only_gets_a_warning() {
     let c = parse(json!({"snapshot_max_bucket_rows": "5_000"})).unwrap();
-    assert_eq!(c.snapshot_max_bucket_rows, 5000);
+    assert_eq!(c.ignored, ["snapshot_max_bucket_rows"]);
+    assert_eq!(
+        c.ignored_warnings(),
+        ["`snapshot_max_bucket_rows` has no effect (snapshots are read from KV snapshot files a batch at a time, with no cap); remove it from [plugin_config]"]
+    );
+    // Any accepted value is the same configuration, and so is null (an unset key).
+    let mut other = parse(json!({"snapshot_max_bucket_rows": 1})).unwrap();
+    assert_eq!(other, c);
+    other = parse(json!({"snapshot_max_bucket_rows": null})).unwrap();
+    assert!(other.ignored.is_empty());
     for bad in [json!(0), json!(-1), json!("many"), json!(3_000_000_000u64)] {
         let e = error_for(json!({ "snapshot_max_bucket_rows": bad }));
         assert_eq!(e.key, "snapshot_max_bucket_rows", "{bad}");

@@ -189,6 +189,9 @@ impl Source for FlussSource {
         if let Some(warning) = key_order {
             telemetry.warn(&warning);
         }
+        for warning in config.ignored_warnings() {
+            telemetry.warn(&warning);
+        }
         if let Some(warning) =
             config
                 .assignment
