@@ -75,6 +75,12 @@ fn only_matching_rows_arrive_in_every_format_and_positions_pass_the_rest() {
         );
     }
 
+    // Each row's offset, as the JSON messages (one row each) name it.
+    let json_offsets: BTreeSet<(i32, i64, i64)> = json_rows
+        .acked
+        .iter()
+        .map(|m| (m.bucket, m.offset, m.payload["id"].as_i64().unwrap()))
+        .collect();
     // The saved positions are past the filtered-out tail: a restart delivers nothing, then
     // only new matching rows.
     let state = json_rows.close();
@@ -98,12 +104,6 @@ fn only_matching_rows_arrive_in_every_format_and_positions_pass_the_rest() {
     );
     let mut ipc = Stream::open(&ipc_cfg, None).expect("open arrow_ipc with a filter");
     ipc.read(usize::MAX, IDLE, Answer::AckAll);
-    // Each row's offset, as the JSON messages (one row each) name it.
-    let json_offsets: BTreeSet<(i32, i64, i64)> = json_rows
-        .acked
-        .iter()
-        .map(|m| (m.bucket, m.offset, m.payload["id"].as_i64().unwrap()))
-        .collect();
     let mut ipc_ids = BTreeSet::new();
     for m in &ipc.acked {
         let batch = decode(m);
