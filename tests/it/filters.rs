@@ -81,7 +81,6 @@ fn only_matching_rows_arrive_in_every_format_and_positions_pass_the_rest() {
         .iter()
         .map(|m| (m.bucket, m.offset, m.payload["id"].as_i64().unwrap()))
         .collect();
-
     // The saved positions are past the filtered-out tail: a restart delivers nothing, then
     // only new matching rows.
     let state = json_rows.close();
