@@ -23,7 +23,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fluss::metadata::TablePath;
@@ -218,7 +217,6 @@ fn main() {
         Err(_) => Box::leak(Box::new(Cluster::start(ClusterOptions::default()))),
     };
     let (log, pk) = runtime().block_on(common::load_tables(cluster, "e2e", rows, pk_rows));
-    let exe = std::env::current_exe().expect("exe");
     let repeat = common::env_usize("E2E_REPEAT", 3).max(1);
     let modes = [
         ("bare", &log, rows),
@@ -251,7 +249,7 @@ fn main() {
     let mut runs: Vec<Vec<(f64, f64, f64, f64)>> = vec![Vec::new(); modes.len()];
     for _ in 0..repeat {
         for (i, (mode, table, n)) in modes.iter().enumerate() {
-            let run = run_child(&exe, mode, cluster.bootstrap(), table.table(), *n);
+            let run = run_child(mode, cluster.bootstrap(), table.table(), *n);
             eprintln!(
                 "{mode}: {} rows in {:.2} s, peak RSS {:.1} MiB, peak disk {:.1} MiB",
                 run.0,
@@ -294,27 +292,9 @@ fn main() {
 
 /// Runs one mode in a child process: (rows seen, seconds, peak RSS in KiB, peak bytes in its
 /// `snapshot_dir`).
-fn run_child(
-    exe: &std::path::Path,
-    mode: &str,
-    bootstrap: &str,
-    table: &str,
-    rows: usize,
-) -> (f64, f64, f64, f64) {
-    let out = Command::new(exe)
-        .args(["--child", mode, bootstrap, table, &rows.to_string()])
-        .output()
-        .expect("child");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("RESULT"))
-        .unwrap_or_else(|| panic!("{mode} failed: {}", String::from_utf8_lossy(&out.stderr)));
-    let f: Vec<&str> = line.split_whitespace().collect();
-    (
-        f[2].parse().expect("rows"),
-        f[3].parse().expect("secs"),
-        f[4].parse().expect("rss"),
-        f[5].parse().expect("disk"),
-    )
+fn run_child(mode: &str, bootstrap: &str, table: &str, rows: usize) -> (f64, f64, f64, f64) {
+    match common::child_result(mode, &[bootstrap, table, &rows.to_string()])[..] {
+        [seen, secs, rss, disk] => (seen, secs, rss, disk),
+        ref other => panic!("{mode}: want rows, seconds, peak RSS and disk bytes, got {other:?}"),
+    }
 }

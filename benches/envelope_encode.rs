@@ -17,7 +17,7 @@ use iggy_connector_fluss_source::config::options::{
 };
 use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
-use iggy_connector_fluss_source::encode::ipc::IpcMessages;
+use iggy_connector_fluss_source::encode::ipc::{IpcMessages, Leading};
 use iggy_connector_fluss_source::encode::stamp::{BucketStamp, Stamper};
 use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::position::BucketKey;
@@ -98,7 +98,7 @@ fn ipc(c: &mut Criterion) {
         ("zstd", IpcCompression::Zstd),
     ] {
         let mut encoder = IpcMessages::new(
-            false,
+            Leading::Nothing,
             Schemas::new(1, Vec::new(), true),
             compression,
             8 << 20,

@@ -15,7 +15,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fluss_testkit::{tables, Cluster, ClusterOptions};
@@ -99,30 +98,15 @@ fn main() {
         .build()
         .expect("runtime");
     let (log, _) = rt.block_on(common::load_tables(cluster, "filter", rows, 1));
-    let exe = std::env::current_exe().expect("exe");
     println!("filter `{FILTER}` over {rows} rows; one run per mode");
     println!("mode           messages  rows out  seconds  rows/s scanned  messages/s  scan vs unfiltered");
     let mut unfiltered = 0.0;
     for mode in ["json", "json_filtered", "ipc", "ipc_filtered"] {
-        let out = Command::new(&exe)
-            .args([
-                "--child",
-                mode,
-                cluster.bootstrap(),
-                log.table(),
-                &rows.to_string(),
-            ])
-            .output()
-            .expect("child");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("RESULT"))
-            .unwrap_or_else(|| panic!("{mode} failed: {}", String::from_utf8_lossy(&out.stderr)));
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let messages: f64 = f[2].parse().expect("messages");
-        let delivered: f64 = f[3].parse().expect("rows");
-        let secs: f64 = f[4].parse().expect("secs");
+        let result =
+            common::child_result(mode, &[cluster.bootstrap(), log.table(), &rows.to_string()]);
+        let [messages, delivered, secs] = result[..] else {
+            panic!("{mode}: want messages, rows and seconds, got {result:?}");
+        };
         let scan_rate = rows as f64 / secs;
         if !mode.ends_with("filtered") {
             unfiltered = scan_rate;

@@ -20,9 +20,9 @@ use fluss::row::encode::{RowEncoder, RowEncoderFactory};
 use fluss::row::Datum;
 use fluss_testkit::tables;
 use iggy_connector_fluss_source::client::kv_snapshot::files::LocalCopy;
-use iggy_connector_fluss_source::client::kv_snapshot::rows::{KvRows, Layout};
-use iggy_connector_fluss_source::client::kv_snapshot::RowBatches;
 use iggy_connector_fluss_source::position::BucketKey;
+use iggy_connector_fluss_source::snapshot_files::rows::{KvRows, Layout};
+use iggy_connector_fluss_source::snapshot_files::RowBatches;
 
 /// The e2e bench's primary-key table.
 fn row_type() -> RowType {

@@ -44,12 +44,12 @@ build_everything() {
   cargo test --release --workspace "${targets[@]}" --no-run
 }
 
-# The Rust consumer example (README "Consuming"): a crate of its own with Iggy's client crate,
+# The Rust consumer example (docs/consuming.md): a crate of its own with Iggy's client crate,
 # in a target directory of its own (no dependency of it is built with the workspace's features),
 # clippy-linted like the workspace. Its binary and unit tests, which scripts/test-runtime.sh
-# builds and runs (.ci/run leaves them out: CONSUMER_RUST=0).
+# builds and runs.
 # The suites build it without optimisation (a fifth less CPU; they move a few thousand rows
-# through it): README "Consuming" builds the optimised one.
+# through it): docs/consuming.md builds the optimised one.
 consumer_example=(--release --locked --manifest-path examples/consumer_rust/Cargo.toml
   --config profile.release.opt-level=0)
 consumer_target=${CARGO_TARGET_DIR:-target}/consumer_rust

@@ -320,6 +320,10 @@ TOML
   local runtime=$!
   PIDS=("$runtime" "${PIDS[@]}")
   say "started iggy-connectors (pid $runtime)"
+  # The consumer finds the key columns in the messages (fluss_primary_key); only the topics are named.
+  say "to apply every row once (docs/consuming.md), attach the Python consumer from another terminal:"
+  say "  python3 $ROOT/examples/consumer_python/consume.py --server $IGGY_ADDRESS --stream quickstart --topic customers --format debezium"
+  say "  (--topic orders --format json for the orders; it needs apache-iggy==0.9.0.dev4, in a virtual environment)"
   local readers=() topic
   for topic in orders customers; do
     read_topic "$topic" "$MESSAGES" &

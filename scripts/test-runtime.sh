@@ -22,11 +22,10 @@ source scripts/cargo-env.sh
 build_everything
 # The Python consumer example's interpreter (the Iggy client, pyarrow), in target/venv.
 scripts/python-venv.sh >/dev/null
-# The Rust consumer example (README "Consuming", scripts/cargo-env.sh): its unit tests, then
+# The Rust consumer example (docs/consuming.md, scripts/cargo-env.sh): its unit tests, then
 # tests/runtime/consumers.rs runs it next to the Python one. Its build comes after the other
 # runtime tests, which need none of it. CONSUMER_RUST=0 leaves it out but for its formatting
-# (its cold build is the longest of the suite's, BENCHMARKS.md "Consumer examples"; .ci/run
-# does).
+# (its cold build is the longest of the suite's, BENCHMARKS.md "Consumer examples").
 consumer_rust=${CONSUMER_RUST:-1}
 cargo fmt --manifest-path "$PWD/examples/consumer_rust/Cargo.toml" -- --check
 

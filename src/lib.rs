@@ -9,7 +9,10 @@
 //! - [`config`]: `[plugin_config]` parsed and validated key by key, with the option enums;
 //! - [`scope`]: what this instance reads: its share of the buckets, the stop point, the partitions;
 //! - [`filter`]: the `filter` language: parsed, checked, evaluated on batches, pushed down (a leaf);
-//! - [`client`]: talking to Fluss: connection, table, scanners, offsets, discovery, limit scans;
+//! - [`client`]: talking to Fluss: connection, table, scanners, schema versions, offsets,
+//!   discovery, and a KV snapshot found, leased and copied to local disk;
+//! - [`snapshot_files`]: a KV snapshot's local copy read with RocksDB into Arrow batches (no
+//!   request to the cluster);
 //! - [`records`]: fetched records and the Arrow batches they point into (a leaf);
 //! - [`schemas`]: the table's schema versions, found per batch by its column count (a leaf);
 //! - [`position`]: bucket keys, positions, and their staging until Ack;
@@ -18,7 +21,8 @@
 //! - [`encode`]: records to messages: ids and headers, JSON rows, change envelopes, Arrow IPC;
 //! - [`metrics`]: the Prometheus endpoint (`metrics_address`) and what it shows (imports only
 //!   [`position`]);
-//! - [`source`]: the `Source` implementation: wiring, the delivery queue, telemetry;
+//! - [`source`]: the `Source` implementation: wiring, the open-time checks, the snapshot phase,
+//!   the delivery queue, telemetry;
 //! - [`error`]: the error type and the classification of fluss-rs errors.
 #![cfg_attr(
     not(test),
@@ -36,6 +40,7 @@ pub mod position;
 pub mod records;
 pub mod schemas;
 pub mod scope;
+pub mod snapshot_files;
 pub mod source;
 pub mod state;
 

@@ -1,6 +1,6 @@
 //! The table's schema versions, as the fetched batches show them: each version's id and the
 //! Fluss fields of its batch columns. A leaf, shared by the reader (which learns new versions
-//! from the cluster, see [`crate::client::schemas`]) and the encoders (which look each batch's
+//! from the cluster, see [`crate::client::schema_fetch`]) and the encoders (which look each batch's
 //! version up once per batch, never per row).
 //!
 //! Fluss 0.9 changes a table's schema only by appending nullable columns (`ALTER TABLE … ADD

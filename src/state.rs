@@ -48,7 +48,15 @@ struct PersistedState {
     /// before, or with no such bucket) keep their bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     resumes: Vec<PersistedResume>,
+    /// Buckets of `resumes` read through a `filter`: `(partition, bucket, rows the filter
+    /// kept)`, the index the next row is numbered with. Left out while empty, like `resumes`
+    /// (never empty while this is not: each entry has one in `resumes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    kept: Vec<PersistedKept>,
 }
+
+/// A filtered snapshot's numbering as persisted: `(partition, bucket, rows kept)`.
+type PersistedKept = (Option<PartitionId>, BucketId, u64);
 
 /// A snapshot's progress as persisted: `(partition, bucket, snapshot id, rows)`.
 type PersistedResume = (Option<PartitionId>, BucketId, i64, u64);
@@ -160,6 +168,16 @@ impl SavedState {
                     _ => None,
                 })
                 .collect(),
+            kept: positions
+                .iter()
+                .filter_map(|(key, position)| match position {
+                    Position::Snapshot {
+                        resume: Some(resume),
+                        ..
+                    } => Some((key.partition, key.bucket, resume.kept?)),
+                    _ => None,
+                })
+                .collect(),
         };
         // The SDK's `ConnectorState::serialize` is this same call; calling it directly keeps
         // the rmp-serde error typed.
@@ -210,7 +228,25 @@ impl SavedState {
                     offset: snapshot,
                 });
             };
-            *resume = Some(Resume { snapshot, rows });
+            *resume = Some(Resume {
+                snapshot,
+                rows,
+                kept: None,
+            });
+        }
+        for (partition, bucket, kept) in record.kept {
+            let key = BucketKey { partition, bucket };
+            let Some(Position::Snapshot {
+                resume: Some(resume),
+                ..
+            }) = positions.get_mut(&key)
+            else {
+                return Err(Error::StateImpossible {
+                    bucket,
+                    offset: kept as i64,
+                });
+            };
+            resume.kept = Some(kept);
         }
         Ok(Self {
             table_id: record.table_id,
@@ -378,17 +414,31 @@ mod tests {
         }
     }
 
+    /// A record of table 1 (`a.b`) read by every instance, without a stop point.
+    fn record(
+        positions: Vec<PersistedPosition>,
+        snapshots: Vec<PersistedPosition>,
+        resumes: Vec<PersistedResume>,
+        kept: Vec<PersistedKept>,
+    ) -> PersistedState {
+        PersistedState {
+            version: STATE_VERSION,
+            table_id: 1,
+            table: "a.b".into(),
+            positions,
+            assignment: Assignment::ALL,
+            stop: None,
+            snapshots,
+            resumes,
+            kept,
+        }
+    }
+
     #[test]
     fn another_version_is_refused() {
         let record = PersistedState {
             version: 99,
-            table_id: 1,
-            table: "a.b".into(),
-            positions: vec![],
-            assignment: Assignment::ALL,
-            stop: None,
-            snapshots: vec![],
-            resumes: vec![],
+            ..record(vec![], vec![], vec![], vec![])
         };
         let bytes = ConnectorState::serialize(&record).unwrap();
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
@@ -397,32 +447,27 @@ mod tests {
 
     #[test]
     fn negative_offsets_are_refused() {
-        let record = PersistedState {
-            version: STATE_VERSION,
-            table_id: 1,
-            table: "a.b".into(),
-            positions: vec![(None, 0, -3)],
-            assignment: Assignment::ALL,
-            stop: None,
-            snapshots: vec![],
-            resumes: vec![],
-        };
+        let record = record(vec![(None, 0, -3)], vec![], vec![], vec![]);
         let bytes = ConnectorState::serialize(&record).unwrap();
         assert!(SavedState::decode(&bytes).is_err());
     }
 
     #[test]
     fn a_snapshot_resume_of_a_bucket_not_in_its_snapshot_phase_is_refused() {
-        let record = PersistedState {
-            version: STATE_VERSION,
-            table_id: 1,
-            table: "a.b".into(),
-            positions: vec![(None, 0, 5)],
-            assignment: Assignment::ALL,
-            stop: None,
-            snapshots: vec![],
-            resumes: vec![(None, 0, 3, 100)],
-        };
+        let record = record(vec![(None, 0, 5)], vec![], vec![(None, 0, 3, 100)], vec![]);
+        let bytes = ConnectorState::serialize(&record).unwrap();
+        let e = SavedState::decode(&bytes).unwrap_err().to_string();
+        assert!(e.contains("impossible position"), "{e}");
+    }
+
+    #[test]
+    fn a_kept_count_of_a_bucket_without_a_snapshot_resume_is_refused() {
+        let record = record(
+            vec![(None, 0, 5)],
+            vec![(None, 1, -1)],
+            vec![(None, 1, 3, 100)],
+            vec![(None, 0, 7)],
+        );
         let bytes = ConnectorState::serialize(&record).unwrap();
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
         assert!(e.contains("impossible position"), "{e}");
@@ -447,12 +492,24 @@ mod tests {
             },
         );
         with_snapshots.insert(
+            BucketKey::bucket(7),
+            Position::Snapshot {
+                floor: Some(18),
+                resume: Some(Resume {
+                    snapshot: 4,
+                    rows: 50_000,
+                    kept: Some(1_234),
+                }),
+            },
+        );
+        with_snapshots.insert(
             BucketKey::bucket(6),
             Position::Snapshot {
                 floor: Some(17),
                 resume: Some(Resume {
                     snapshot: 3,
                     rows: 40_960,
+                    kept: None,
                 }),
             },
         );
@@ -518,6 +575,19 @@ mod tests {
                 resume: Some(Resume {
                     snapshot: 12,
                     rows: 65_536,
+                    kept: None,
+                }),
+            },
+        );
+        let mut filtered = resumed.clone();
+        filtered.insert(
+            key(None, 2),
+            Position::Snapshot {
+                floor: Some(77),
+                resume: Some(Resume {
+                    snapshot: 13,
+                    rows: 9_000,
+                    kept: Some(321),
                 }),
             },
         );
@@ -538,6 +608,10 @@ mod tests {
                 state(phases.clone(), Assignment::ALL, None),
             ),
             ("snapshot_resume", state(resumed, Assignment::ALL, None)),
+            (
+                "snapshot_resume_filtered",
+                state(filtered, Assignment::ALL, None),
+            ),
             (
                 "share_and_stop",
                 state(

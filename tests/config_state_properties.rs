@@ -124,12 +124,20 @@ fn positions() -> impl Strategy<Value = Positions> {
                 floor: Some(floor),
                 resume: None,
             }),
-            (0..i64::MAX - 2, any::<i64>(), any::<u64>()).prop_map(|(floor, snapshot, rows)| {
-                Position::Snapshot {
+            (
+                0..i64::MAX - 2,
+                any::<i64>(),
+                any::<u64>(),
+                any::<Option<u64>>()
+            )
+                .prop_map(|(floor, snapshot, rows, kept)| Position::Snapshot {
                     floor: Some(floor),
-                    resume: Some(Resume { snapshot, rows }),
-                }
-            }),
+                    resume: Some(Resume {
+                        snapshot,
+                        rows,
+                        kept
+                    }),
+                }),
         ],
         0..20,
     )

@@ -22,7 +22,7 @@ use arrow_ipc::reader::StreamReader;
 use fluss::record::ChangeType;
 use iggy_connector_fluss_source::config::options::IpcCompression;
 use iggy_connector_fluss_source::encode::batch::Batch;
-use iggy_connector_fluss_source::encode::ipc::IpcMessages;
+use iggy_connector_fluss_source::encode::ipc::{IpcMessages, Leading};
 use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::schemas::Schemas;
 use proptest::prelude::*;
@@ -46,13 +46,14 @@ fn change_name(change: ChangeType) -> &'static str {
 }
 
 /// What is encoded besides the batch: which of the window's rows are records (and their
-/// change types), the byte cap, and whether the table has a primary key.
+/// change types), the byte cap, and the leading columns (a primary-key table's, a filtered
+/// log table's `_log_offset`, or none).
 #[derive(Clone, Debug)]
 struct Encoding {
     picked: Vec<(bool, ChangeType)>,
     /// `max_batch_bytes` as a fraction of the whole batch's Arrow memory size, in 1/64.
     cap_64ths: usize,
-    changelog: bool,
+    leading: Leading,
 }
 
 fn encoding() -> impl Strategy<Value = Encoding> {
@@ -66,12 +67,16 @@ fn encoding() -> impl Strategy<Value = Encoding> {
     (
         prop::collection::vec((prop::bool::weighted(0.85), change), 40),
         prop_oneof![1usize..64, 64usize..256],
-        any::<bool>(),
+        prop::sample::select(vec![
+            Leading::Nothing,
+            Leading::LogOffset,
+            Leading::Changelog,
+        ]),
     )
-        .prop_map(|(picked, cap_64ths, changelog)| Encoding {
+        .prop_map(|(picked, cap_64ths, leading)| Encoding {
             picked,
             cap_64ths,
-            changelog,
+            leading,
         })
 }
 
@@ -95,7 +100,7 @@ fn check(
     let records = arrow_cases::records(&case.fields, full.clone(), picked.clone(), 500);
     let max_bytes = (full.get_array_memory_size() * encoding.cap_64ths / 64).max(1);
     let mut encoder = IpcMessages::new(
-        encoding.changelog,
+        encoding.leading,
         Schemas::new(1, case.fields.clone(), true),
         compression,
         max_bytes,
@@ -130,7 +135,14 @@ fn check(
             &picked[at..at + rows]
         );
         let expected = full.slice(first, rows);
-        let data = if encoding.changelog {
+        let data = if encoding.leading == Leading::LogOffset {
+            let offsets = got.column(0).as_primitive::<Int64Type>();
+            for (i, (row, _)) in picked[at..at + rows].iter().enumerate() {
+                prop_assert_eq!(offsets.value(i), 500 + *row as i64);
+            }
+            got.project(&(1..got.num_columns()).collect::<Vec<_>>())
+                .map_err(|e| TestCaseError::fail(format!("project: {e}")))?
+        } else if encoding.leading == Leading::Changelog {
             let changes = got.column(0).as_string::<i32>();
             let offsets = got.column(1).as_primitive::<Int64Type>();
             let timestamps = got.column(2).as_primitive::<TimestampMillisecondType>();

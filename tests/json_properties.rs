@@ -3,7 +3,7 @@
 //! The encoder is hand-written for speed (8-byte-at-a-time escape scan, stack-block digits,
 //! constant-divisor calendar arithmetic, decimal point placement in text). The reference
 //! below reads the same Arrow arrays through arrow's plain accessors and follows the
-//! README's "Type mapping (JSON)" table with deliberately different means: serde_json for
+//! docs/messages.md's "Type mapping (JSON)" table with deliberately different means: serde_json for
 //! string escaping, i128 division for decimals, a year-by-year walk through the
 //! 400-year cycle for dates, the base64 crate for bytes. Float text is ryu's, as in the
 //! encoder (serde_json writes `1e+16` where ryu writes `1e16`; both are JSON): the contract
@@ -17,6 +17,10 @@
 //!
 //! Cases per property: `PROPTEST_CASES`, default 1,024 (3-7 s in a debug build on the
 //! shared 2-core box).
+//!
+//! One file because its reference encoder (the calendar, clock, decimal and
+//! float texts that `expected` builds) exists only to be compared with the
+//! plugin's in the properties at the end.
 
 mod arrow_cases;
 
@@ -283,7 +287,7 @@ fn float(v: f64, text: String) -> Json {
     }
 }
 
-/// The README's mapping of the value at `row` of `array`, of Fluss type `data_type`.
+/// The mapping (docs/messages.md) of the value at `row` of `array`, of Fluss type `data_type`.
 fn expected(data_type: &DataType, array: &dyn Array, row: usize, o: JsonOptions) -> Json {
     if array.is_null(row) {
         return Json::Null;
@@ -521,7 +525,7 @@ fn the_reference_calendar_agrees_with_known_dates() {
     assert_eq!(decimal_text(7, 0), "7");
 }
 
-/// The README's examples, through the same reference, so the reference itself is pinned.
+/// The type mapping's examples (docs/messages.md), through the same reference, so the reference itself is pinned.
 #[test]
 fn the_reference_renders_the_readme_examples() {
     let case = Case {

@@ -19,6 +19,9 @@
 //! One test runs these steps in order in one clone (a step needs the builds of the ones before
 //! it) and removes the clone at the end (in CI's checkout: what the steps added to it). The
 //! cold build takes minutes.
+//!
+//! One file for the same reason: the steps share one clone and one build,
+//! and the checks of what each step prints sit above the one test that runs them in order.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -565,7 +568,13 @@ fn quickstart_again_with_a_relative_target_dir_and_through_iggy_when_iggy_bin_di
     let (orders, customers) = if iggy.is_some() {
         assert!(
             run.stderr.contains("started iggy-server")
-                && run.stderr.contains("started iggy-connectors"),
+                && run.stderr.contains("started iggy-connectors")
+                && run
+                    .stderr
+                    .contains("examples/consumer_python/consume.py --server 127.0.0.1:")
+                && run
+                    .stderr
+                    .contains("--stream quickstart --topic customers --format debezium"),
             "{}",
             run.stderr
         );
@@ -580,9 +589,20 @@ fn quickstart_again_with_a_relative_target_dir_and_through_iggy_when_iggy_bin_di
     );
 }
 
-/// README text with runs of whitespace (line breaks) folded to one space.
+/// The user docs (README.md and the chapters in docs/, which hold the runner's command) with
+/// runs of whitespace (line breaks) folded to one space.
 fn readme() -> String {
-    let text = std::fs::read_to_string(WORKSPACE.clone.join("README.md")).expect("README.md");
+    let mut text = std::fs::read_to_string(WORKSPACE.clone.join("README.md")).expect("README.md");
+    let mut chapters: Vec<PathBuf> = std::fs::read_dir(WORKSPACE.clone.join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    chapters.sort();
+    for chapter in chapters {
+        text.push('\n');
+        text.push_str(&std::fs::read_to_string(&chapter).expect("a chapter"));
+    }
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -646,7 +666,10 @@ fn delivered_ids(lines: &str) -> Vec<i64> {
 fn the_readme_runner_command_with_every_option() {
     let readme = readme();
     let documented = "`target/release/fluss-source-runner --connector config.toml [--state FILE] [--output FILE] [--nack-every N] [--max-messages N] [--idle-exit 5s]`";
-    assert!(readme.contains(documented), "the README shows {documented}");
+    assert!(
+        readme.contains(documented),
+        "docs/operations.md shows {documented}"
+    );
 
     let cluster = fluss_testkit::Cluster::start(fluss_testkit::ClusterOptions::default());
     let tokio = tokio::runtime::Runtime::new().expect("tokio");

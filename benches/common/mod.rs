@@ -352,3 +352,29 @@ pub async fn kv_snapshots_caught_up(cluster: &Cluster, path: &TablePath) {
         started.elapsed()
     );
 }
+
+/// Runs this bench's executable again as a child (`--child <mode> <args>…`) and returns the
+/// numbers of the `RESULT <mode> <number>…` line every child mode prints when it is done;
+/// panics with the child's stderr when it printed none.
+pub fn child_result(mode: &str, args: &[&str]) -> Vec<f64> {
+    let exe = std::env::current_exe().expect("the bench's executable");
+    let out = std::process::Command::new(exe)
+        .arg("--child")
+        .arg(mode)
+        .args(args)
+        .output()
+        .expect("child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("RESULT"))
+        .unwrap_or_else(|| panic!("{mode} failed: {}", String::from_utf8_lossy(&out.stderr)));
+    line.split_whitespace()
+        .skip(2)
+        .map(|field| {
+            field
+                .parse()
+                .unwrap_or_else(|_| panic!("{mode}: {field:?} in {line:?} is not a number"))
+        })
+        .collect()
+}

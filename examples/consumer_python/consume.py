@@ -2,68 +2,85 @@
 """A consumer of the Fluss source connector's topic that sees every row exactly once.
 
 The connector delivers at least once: after a crash of the runtime the batch that was in flight
-comes again, with the same message ids. Every id names the row's table, partition, bucket and
-offset, and the rows of one bucket arrive in offset order, so one number per
-(table, partition, bucket) -- the last offset applied -- is enough to drop every repeat.
+comes again, with the same message ids. Every message says where each of its rows sits in its
+Fluss bucket (docs/consuming.md), and the rows of one bucket arrive in that order, so one
+number per (table, partition, bucket) -- the last position applied -- is enough to drop every
+repeat, however a replay cuts the rows into messages.
 
 Formats (`--format`):
   arrow     payload_format = "arrow_ipc" (stream schema "raw"): each payload is an Arrow IPC stream
-            of consecutive rows of one bucket, decoded by pyarrow over the message's own bytes
-            (no copy of the column buffers unless the payload is compressed); a message that
-            repeats only part of what was seen is sliced, not dropped whole.
+            of rows of one bucket, decoded by pyarrow over the message's own bytes (no copy of
+            the column buffers unless the payload is compressed); a message that repeats only
+            part of what was seen is sliced, not dropped whole.
   json      log rows as JSON objects (payload_format = "json", the default).
   debezium  change events of a primary-key table (changelog_format = "debezium"): the consumer
-            keeps the table's current state per key (`--key`).
+            keeps the table's current state per key, the key columns named by each message's
+            `fluss_primary_key` header.
 
-Requirements: apache-iggy (the Python client of Apache Iggy; 0.9.0.dev4 talks to the server the
-connector is tested with) and pyarrow for `--format arrow`:
-  python3 -m pip install "apache-iggy==0.9.0.dev4" pyarrow
+Requirements, in a virtual environment: apache-iggy (the Python client of Apache Iggy;
+0.9.0.dev4 talks to the server the connector is tested with) and pyarrow for `--format arrow`:
+  python3 -m venv .venv && .venv/bin/pip install "apache-iggy==0.9.0.dev4" pyarrow
 
 It prints a running count per poll on stderr. With `--idle-exit SECONDS` it stops once no message
-came for that long (with `--stop-file FILE`, at the first empty poll after FILE exists) and writes what it holds (rows or per-key state, and the count of repeats it
-dropped) as JSON to `--result` (or stdout). A real application stores its Iggy offset and the
-last-offset map together with the effect of the rows (same transaction, same file), so that a
-restart of the consumer itself also applies each row once.
+came for that long (with `--stop-file FILE`, at the first empty poll after FILE exists) and writes
+what it holds (rows or per-key state, and the count of repeats it dropped) as JSON to `--result`
+(or stdout). A real application stores its Iggy offset and the last-position map together with
+the effect of the rows (same transaction, same file), so that a restart of the consumer itself
+also applies each row once.
 """
 
 import argparse
 import asyncio
+import bisect
 import json
+import math
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 
-# -- The message id (README "Message formats") ----------------------------------------------------
-# bits 127-126 layout (01 changelog/log row, 10 snapshot row), 125-104 table id,
-# 103-72 partition id + 1 (0 for an unpartitioned table), 71-56 bucket, then
-#   log row:      55-0 offset
-#   snapshot row: 55-32 the offset the snapshot was taken at (mod 2^24), 31-0 the row's index.
-LOG_ROW, SNAPSHOT_ROW = 1, 2
+# -- The message id (docs/messages.md) ------------------------------------------------------------
+# bits 127-126 layout, 125-104 table id, 103-72 partition id + 1 (0 for an unpartitioned table),
+# 71-56 bucket, then
+#   layout 01, a log row or change:       55-0 its log offset
+#   layout 10, a snapshot row:            55-32 the offset the snapshot was taken at (mod 2^24),
+#                                         31-0 the row's index among the snapshot's rows
+#   layout 11, a snapshot row, filtered:  the same, the index counted among the rows kept
+LOG_ROW, SNAPSHOT_ROW, FILTERED_SNAPSHOT_ROW = 1, 2, 3
 
 
 @dataclass(frozen=True)
 class MessageId:
     layout: int
     bucket: tuple  # (table id, partition id + 1, bucket): one Fluss bucket
-    snapshot_at: int  # snapshot rows: the snapshot's offset mod 2^24
-    position: int  # log rows: the offset; snapshot rows: the row's index
+    snapshot: tuple | None  # snapshot rows: (layout, the snapshot's offset mod 2^24)
+    position: int  # the first row's offset (log) or index (snapshot)
 
     @staticmethod
     def parse(value: int) -> "MessageId":
         layout = value >> 126
         bucket = ((value >> 104) & (2**22 - 1), (value >> 72) & (2**32 - 1), (value >> 56) & 0xFFFF)
         if layout == LOG_ROW:
-            return MessageId(layout, bucket, 0, value & (2**56 - 1))
-        if layout == SNAPSHOT_ROW:
-            return MessageId(layout, bucket, (value >> 32) & (2**24 - 1), value & (2**32 - 1))
+            return MessageId(layout, bucket, None, value & (2**56 - 1))
+        if layout in (SNAPSHOT_ROW, FILTERED_SNAPSHOT_ROW):
+            snapshot = (layout, (value >> 32) & (2**24 - 1))
+            return MessageId(layout, bucket, snapshot, value & (2**32 - 1))
         raise ValueError(f"message id {value:#x} is not a Fluss source id (layout {layout:02b})")
+
+
+def positions_of(mid: MessageId, rows: int, offsets=None):
+    """Where each of a message's `rows` rows sits in its bucket, ascending: a log message's
+    `_log_offset` column when it has one (Arrow IPC of a primary-key table, or of a log table
+    read through a filter), else consecutive from the id's position."""
+    if offsets is not None and mid.layout == LOG_ROW:
+        return offsets
+    return range(mid.position, mid.position + rows)
 
 
 # -- De-duplication: the last position applied per bucket -----------------------------------------
 @dataclass
 class BucketProgress:
-    snapshot_at: int | None = None  # the snapshot being delivered, None once the log started
+    snapshot: tuple | None = None  # the snapshot being delivered, None once the log started
     last: int = -1  # the last row index (snapshot) or offset (log) applied
 
 
@@ -77,28 +94,28 @@ class Deduplicator:
     repeats: int = 0
     restarted_snapshots: int = 0
 
-    def fresh_from(self, mid: MessageId, rows: int, on_new_snapshot=None) -> int:
-        """How many of the message's `rows` (consecutive rows of one bucket, starting at
-        `mid`) were applied before; the caller applies only the rest. `on_new_snapshot(bucket)`
-        is called when a bucket's snapshot starts again at another offset (the connector took
-        it anew after a crash): the rows of the older one are superseded."""
+    def seen(self, mid: MessageId, positions, on_new_snapshot=None) -> int:
+        """How many leading rows of a message (rows of one bucket at ascending `positions`)
+        were applied before; the caller applies only the rest. `on_new_snapshot(bucket)` is
+        called when a bucket's snapshot starts again at another offset (the connector took it
+        anew after a crash): the rows of the older one are superseded."""
         progress = self.buckets.setdefault(mid.bucket, BucketProgress())
-        if mid.layout == SNAPSHOT_ROW:
-            if progress.snapshot_at is None and progress.last >= 0:
+        if mid.snapshot is not None:
+            if progress.snapshot is None and progress.last >= 0:
                 # The log of this bucket already started: a snapshot cannot follow it.
-                self.repeats += rows
-                return rows
-            if progress.snapshot_at != mid.snapshot_at:
-                if progress.snapshot_at is not None:
+                self.repeats += len(positions)
+                return len(positions)
+            if progress.snapshot != mid.snapshot:
+                if progress.snapshot is not None:
                     self.restarted_snapshots += 1
                     if on_new_snapshot:
                         on_new_snapshot(mid.bucket)
-                progress.snapshot_at, progress.last = mid.snapshot_at, -1
-        elif progress.snapshot_at is not None:
+                progress.snapshot, progress.last = mid.snapshot, -1
+        elif progress.snapshot is not None:
             # The first log row after the snapshot: offsets start over.
-            progress.snapshot_at, progress.last = None, -1
-        seen = min(max(progress.last + 1 - mid.position, 0), rows)
-        progress.last = max(progress.last, mid.position + rows - 1)
+            progress.snapshot, progress.last = None, -1
+        seen = bisect.bisect_right(positions, progress.last)
+        progress.last = max(progress.last, positions[-1])
         self.repeats += seen
         return seen
 
@@ -120,17 +137,30 @@ class LogRows:
 
 class KeyedState:
     """A table's current state per primary key, remembering each key's bucket so that a
-    snapshot taken anew replaces what the older one delivered for that bucket."""
+    snapshot taken anew replaces what the older one delivered for that bucket. The key columns
+    come from the messages (`fluss_primary_key`), or from `--key` when they do not carry it."""
 
-    def __init__(self, key):
-        self.key = key
+    def __init__(self, key=None):
+        self.key = key.split(",") if key else None
         self.state = {}  # key -> (bucket, row)
 
+    def learn_key(self, message):
+        if self.key is None:
+            headers = message.user_headers()
+            named = headers.to_scalar_dict().get("fluss_primary_key") if headers else None
+            if not named:
+                raise ValueError("the message names no primary key (no fluss_primary_key "
+                                 "header): set headers = \"all\" on the connector, or pass --key")
+            self.key = named.split(",")
+
+    def key_of(self, row):
+        return json.dumps([row[column] for column in self.key], default=str)
+
     def upsert(self, bucket, row):
-        self.state[row[self.key]] = (bucket, row)
+        self.state[self.key_of(row)] = (bucket, row)
 
     def delete(self, row):
-        self.state.pop(row[self.key], None)
+        self.state.pop(self.key_of(row), None)
 
     def forget_bucket(self, bucket):
         self.state = {k: v for k, v in self.state.items() if v[0] != bucket}
@@ -139,24 +169,52 @@ class KeyedState:
         return len(self.state)
 
     def result(self):
-        ordered = sorted(self.state.items(), key=lambda item: str(item[0]))
+        ordered = sorted(self.state.items())
         return {"state": [row for _, (_, row) in ordered]}
 
 
 # -- Decoding one message -------------------------------------------------------------------------
 def apply_json(message, mid, dedup, rows: LogRows):
-    if dedup.fresh_from(mid, 1) == 0:
+    if dedup.seen(mid, positions_of(mid, 1)) == 0:
         rows.add([json.loads(message.payload())])
 
 
 def apply_debezium(message, mid, dedup, state: KeyedState):
-    if dedup.fresh_from(mid, 1, state.forget_bucket) == 1:
+    if dedup.seen(mid, positions_of(mid, 1), state.forget_bucket) == 1:
         return
+    state.learn_key(message)
     event = json.loads(message.payload())
     if event["op"] == "d":
         state.delete(event["before"])
     else:  # "r" snapshot, "c" insert, "u" update
         state.upsert(mid.bucket, event["after"])
+
+
+def plain_type(data_type):
+    """`data_type` with nanosecond timestamps, which Python's datetime cannot hold, as int64
+    (nanoseconds since the epoch), wherever they are nested."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(data_type) and data_type.unit == "ns":
+        return pa.int64()
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
+        field = data_type.value_field
+        inner = field.with_type(plain_type(field.type))
+        return pa.list_(inner) if pa.types.is_list(data_type) else pa.large_list(inner)
+    if pa.types.is_struct(data_type):
+        return pa.struct([field.with_type(plain_type(field.type)) for field in data_type])
+    if pa.types.is_map(data_type):
+        key, item = data_type.key_field, data_type.item_field
+        return pa.map_(key.with_type(plain_type(key.type)), item.with_type(plain_type(item.type)))
+    return data_type
+
+
+def python_rows(batch):
+    """The rows of `batch` as Python values (what this example keeps and prints)."""
+    import pyarrow as pa
+
+    columns = [column.cast(plain_type(column.type)) for column in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names).to_pylist()
 
 
 def apply_arrow(message, mid, dedup, sink):
@@ -167,12 +225,19 @@ def apply_arrow(message, mid, dedup, sink):
     reader = pa.ipc.open_stream(pa.py_buffer(message.payload()))
     batch = reader.read_next_batch()
     on_new = sink.forget_bucket if isinstance(sink, KeyedState) else None
-    seen = dedup.fresh_from(mid, batch.num_rows, on_new)
+    offsets = batch.column("_log_offset") if "_log_offset" in batch.schema.names else None
+    offsets = None if offsets is None else offsets.to_pylist()
+    seen = dedup.seen(mid, positions_of(mid, batch.num_rows, offsets), on_new)
     fresh = batch.slice(seen)  # zero-copy: a view of the rows not applied yet
     if isinstance(sink, LogRows):
-        sink.add(fresh.to_pylist())
+        rows = python_rows(fresh)
+        for row in rows:
+            row.pop("_log_offset", None)
+        sink.add(rows)
         return
-    for row in fresh.to_pylist():
+    if fresh.num_rows:
+        sink.learn_key(message)
+    for row in python_rows(fresh):
         change = row.pop("_change_type")
         del row["_log_offset"], row["_commit_timestamp"]
         if change == "delete":
@@ -222,12 +287,24 @@ async def consume(args):
                   restarted_snapshots=dedup.restarted_snapshots)
     print(f"consumer: done, {messages} messages, {sink.size()} rows held, "
           f"{dedup.repeats} repeated rows dropped", file=sys.stderr, flush=True)
-    out = json.dumps(result, default=str)
+    out = json.dumps(json_safe(result), default=str, allow_nan=False)
     if args.result:
         with open(args.result, "w") as f:
             f.write(out)
     else:
         print(out)
+
+
+def json_safe(value):
+    """`value` with NaN and infinities as the strings the connector's JSON uses for them
+    (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
 
 
 # The Python client release whose API this consumer calls (later releases changed
@@ -246,7 +323,7 @@ def check_client():
     if installed != IGGY_CLIENT:
         found = f"apache-iggy {installed} is installed" if installed else "apache-iggy is missing"
         sys.exit(f"{found}; this consumer calls the API of {IGGY_CLIENT}: "
-                 f'python3 -m pip install "apache-iggy=={IGGY_CLIENT}"')
+                 f'pip install "apache-iggy=={IGGY_CLIENT}" (in a virtual environment)')
 
 
 def main():
@@ -259,7 +336,8 @@ def main():
     p.add_argument("--topic", required=True)
     p.add_argument("--partition", type=int, default=0)
     p.add_argument("--format", choices=["arrow", "json", "debezium"], required=True)
-    p.add_argument("--key", default="id", help="primary-key column (per-key state)")
+    p.add_argument("--key", help="primary-key columns, comma-separated (per-key state), for "
+                   "messages without the fluss_primary_key header")
     p.add_argument("--key-state", action="store_true",
                    help="arrow: keep per-key state from the $changelog columns of a PK table")
     p.add_argument("--count", type=int, default=1000, help="messages per poll")

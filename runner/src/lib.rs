@@ -1,6 +1,6 @@
 //! Loads a source plugin over the Iggy connectors C ABI and drives it the way the
 //! runtime does, without Iggy: for tests ([`Harness`]) and for trying a connector file
-//! from the command line ([`run`], binary `fluss-source-runner`).
+//! from the command line ([`run()`], binary `fluss-source-runner`).
 //!
 //! * [`harness`]: dlopen, the five symbols, send/log callbacks, [`Instance`];
 //! * [`connector`]: the runtime's connector TOML, env overrides, plugin path lookup;

@@ -75,6 +75,16 @@ pub trait Source: Sized + Send + 'static {
         state: Option<ConnectorState>,
     ) -> impl Future<Output = Result<Self, Self::Error>> + Send;
 
+    /// What every line the SDK logs about instance `id` starts with, before `: ` (default
+    /// `plugin <id>`). A plugin whose own lines carry a prefix returns that one, so the lines
+    /// of one instance share it, a failed `open` included. `config_json` is the text `open`
+    /// gets, which may be anything (lossily decoded when it is not UTF-8), so this must not
+    /// fail.
+    fn log_prefix(id: u32, config_json: &str) -> String {
+        let _ = config_json;
+        format!("plugin {id}")
+    }
+
     /// Produces the next batch (possibly empty) with its staged state.
     fn poll(&mut self) -> impl Future<Output = Result<ProducedMessages, Self::Error>> + Send;
 

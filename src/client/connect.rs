@@ -35,9 +35,8 @@ pub fn client_config(config: &Config) -> fluss::config::Config {
         // A batch is assembled from several polls; letting one poll return a whole batch keeps
         // the number of polls (each a pass over the fetch buffer) low. An Arrow IPC message
         // holds many rows, so there a poll brings about a quarter of a batch's bytes of rows (at
-        // some 80 bytes a row). Measured on 2M rows with one reader (medians of 7): a fixed
-        // 10,000 took 0.72 s, `max_batch_bytes / 320` 0.67 s; `/ 160` was no faster and held
-        // 5 MiB more (decoded rows waiting in the read-ahead).
+        // some 80 bytes a row): more per poll is no faster and only holds more decoded rows
+        // waiting in the read-ahead (docs/operations.md, "Sizing").
         scanner_log_max_poll_records: match config.payload_format {
             PayloadFormat::Json => config.batch_size.max(500),
             PayloadFormat::ArrowIpc => (config.max_batch_bytes / 320).clamp(10_000, 100_000),
@@ -66,10 +65,9 @@ pub fn client_config(config: &Config) -> fluss::config::Config {
 }
 
 /// Bytes fetched per bucket per round: a quarter of `max_batch_bytes` for one reader, an
-/// eighth when several readers fetch side by side; within 1..=16 MiB. Measured on 2M rows in
-/// Arrow IPC mode: one reader took 1.18 s with 1 MiB and 0.60 s with 2 MiB (4 MiB was no
-/// faster and held about 15 MiB more); three readers took 0.46 s with 2 MiB and 0.50 s with
-/// 1 MiB, whose peak RSS median was 67 instead of 78 MiB.
+/// eighth when several readers fetch side by side (their fetches add up), within 1..=16 MiB:
+/// the smallest fetch that keeps a reader from waiting on the network, since a larger one only
+/// holds more memory (docs/operations.md, "Sizing").
 fn fetch_bytes_per_bucket(config: &Config) -> i32 {
     let share = if readers(config) > 1 { 8 } else { 4 };
     let bytes = (config.max_batch_bytes / share).clamp(1 << 20, 16 << 20);
@@ -79,9 +77,9 @@ fn fetch_bytes_per_bucket(config: &Config) -> i32 {
 /// How many client scanners share the buckets (see [`crate::client::scanner`]; never more than there
 /// are buckets). Arrow IPC messages are cheap to build, so decompressing the fetched batches
 /// is what limits them, and a reader also waits on the network: one more reader than cores,
-/// at most 4. Measured on 2 cores, 2M rows over 3 buckets (medians of 9): one reader 0.74 s,
-/// two 0.55 s, three 0.44 s (with a quarter-batch fetch each), the bare batch scanner 0.44 s.
-/// JSON is limited by building its messages, so a second reader would only hold more memory.
+/// at most 4, which lets Arrow IPC keep up with a bare batch scan of the table
+/// (BENCHMARKS.md, "Log tables"). JSON is limited by building its messages, so a second reader
+/// would only hold more memory.
 pub fn readers(config: &Config) -> usize {
     match config.payload_format {
         PayloadFormat::ArrowIpc => std::thread::available_parallelism()

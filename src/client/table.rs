@@ -34,7 +34,7 @@ pub struct Table {
     /// The part of `filter` the server applies (see [`crate::filter::pushdown`]).
     pub pushdown: Option<fluss::predicate::Predicate>,
     /// The schema versions batches are read with: `fields` as of open, then those of columns
-    /// added since (see [`crate::client::schemas`]).
+    /// added since (see [`crate::client::schema_fetch`]).
     pub schemas: Schemas,
 }
 

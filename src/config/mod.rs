@@ -36,11 +36,19 @@ pub const DEFAULT_PARTITION_DISCOVERY_INTERVAL: Duration = Duration::from_secs(6
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest `batch_size`: the runtime keeps a whole batch in memory twice (decoded and encoded).
 pub const MAX_BATCH_SIZE: usize = 1_000_000;
-/// Most rows one bucket's snapshot may hold (`starting_offset = "full"`): the snapshot of a
-/// bucket arrives whole, as one Arrow batch of about rows × row width bytes (1M rows of 100
-/// bytes ≈ 100 MiB, twice that while it is decoded).
+/// What `snapshot_max_bucket_rows` stands for when its value is checked; the key has no effect:
+/// snapshots are read from KV snapshot files a batch at a time, with no cap
+/// (docs/configuration.md, "Advanced"). It is still parsed, so a connector file that set it
+/// keeps opening and a value no release accepted is still refused; setting it logs one WARN at
+/// open ([`Config::ignored_warnings`]).
 pub const DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS: usize = 1_000_000;
-/// The limit scan that takes a snapshot asks for one row more than the cap, as an `i32`.
+/// Keys that are accepted but have no effect, each with the reason the WARN names.
+pub const IGNORED_KEYS: [(&str, &str); 1] = [(
+    "snapshot_max_bucket_rows",
+    "snapshots are read from KV snapshot files a batch at a time, with no cap",
+)];
+/// Largest `snapshot_max_bucket_rows` accepted (a positive `i32` less one), so that every file
+/// that opened before opens now, and no other.
 pub const MAX_SNAPSHOT_MAX_BUCKET_ROWS: usize = i32::MAX as usize - 1;
 /// Smallest `max_batch_bytes`: one row must always fit.
 pub const MIN_MAX_BATCH_BYTES: usize = 1024;
@@ -143,8 +151,8 @@ pub struct Config {
     pub stopping_offset: Option<StoppingOffset>,
     /// The partitions read (`None` = all).
     pub partitions: Option<PartitionFilter>,
-    /// No longer used (snapshots are read a batch at a time); accepted for existing files.
-    pub snapshot_max_bucket_rows: usize,
+    /// The keys of [`IGNORED_KEYS`] the section sets.
+    pub ignored: Vec<&'static str>,
     /// Where the Prometheus endpoint listens (`None` = no metrics).
     pub metrics_address: Option<SocketAddr>,
     /// The `connector` label of this connector's metrics (`None` = `db.table`).
@@ -166,6 +174,18 @@ impl Config {
             .unwrap_or_else(|| self.qualified_table())
     }
 
+    /// One WARN line's text per key of [`IGNORED_KEYS`] that is set: it has no effect and can
+    /// be removed.
+    pub fn ignored_warnings(&self) -> Vec<String> {
+        IGNORED_KEYS
+            .iter()
+            .filter(|(key, _)| self.ignored.contains(key))
+            .map(|(key, why)| {
+                format!("`{key}` has no effect ({why}); remove it from [plugin_config]")
+            })
+            .collect()
+    }
+
     /// Parses the JSON text the runtime passes to `iggy_source_open`.
     pub fn parse(json: &str) -> Result<Self, ConfigError> {
         let value: Value = serde_json::from_str(json).map_err(|e| ConfigError {
@@ -180,10 +200,19 @@ impl Config {
         }
         let raw = RawConfig::deserialize(&value).map_err(|e| ConfigError {
             key: "plugin_config",
-            message: format!("{e}; see the README for the accepted keys"),
+            message: format!("{e}; see docs/configuration.md for the accepted keys"),
         })?;
         raw.validate()
     }
+}
+
+/// The `db.table` that the JSON text `json` names, both keys read as [`Config::parse`] reads
+/// them; `None` when either is missing or invalid or the text is no JSON object. It names the
+/// instance in the lines of an `open` that fails before (or while) its configuration is read.
+pub fn named_table(json: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(json).ok()?;
+    let key = |key: &'static str| name(key, value.get(key)?.clone()).ok();
+    Some(format!("{}.{}", key("database")?, key("table")?))
 }
 
 /// Every key `[plugin_config]` accepts, in declaration order: the field list serde derives
@@ -269,6 +298,22 @@ impl RawConfig {
         let database = name("database", required("database", self.database)?)?;
         let table = name("table", required("table", self.table)?)?;
         let sasl = sasl(self.sasl_mechanism, self.sasl_username, self.sasl_password)?;
+        let set = |value: &Option<Value>| value.as_ref().is_some_and(|v| !v.is_null());
+        let ignored = [(
+            "snapshot_max_bucket_rows",
+            set(&self.snapshot_max_bucket_rows),
+        )]
+        .into_iter()
+        .filter_map(|(key, given)| given.then_some(key))
+        .collect();
+        // Still checked: a value no release accepted is refused.
+        integer(
+            "snapshot_max_bucket_rows",
+            self.snapshot_max_bucket_rows,
+            DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS,
+            1,
+            MAX_SNAPSHOT_MAX_BUCKET_ROWS,
+        )?;
         Ok(Config {
             bootstrap_servers,
             database,
@@ -341,13 +386,7 @@ impl RawConfig {
             assignment: assignment(self.instance_index, self.instance_count)?,
             stopping_offset: stopping_offset(self.stopping_offset)?,
             partitions: partitions(self.partitions)?,
-            snapshot_max_bucket_rows: integer(
-                "snapshot_max_bucket_rows",
-                self.snapshot_max_bucket_rows,
-                DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS,
-                1,
-                MAX_SNAPSHOT_MAX_BUCKET_ROWS,
-            )?,
+            ignored,
             metrics_address: metrics_address(self.metrics_address)?,
             metrics_connector: self
                 .metrics_connector
@@ -370,4 +409,4 @@ use values::{
 mod tests;
 
 #[cfg(test)]
-mod readme_tests;
+mod doc_tests;

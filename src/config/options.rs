@@ -3,13 +3,13 @@
 //! The modules that act on an option import it from here, so `config` and `encode` never
 //! import each other.
 
-/// An option whose accepted values are a fixed list of names (snake_case, as the README
-/// spells them). Parsing ignores ASCII case.
+/// An option whose accepted values are a fixed list of names (snake_case, as
+/// docs/configuration.md spells them). Parsing ignores ASCII case.
 pub trait Choice: Copy + 'static {
     /// Every accepted name with its value, in the order error messages list them.
     const CHOICES: &'static [(&'static str, Self)];
 
-    /// The name of this value, as the README spells it.
+    /// The name of this value, as docs/configuration.md spells it.
     fn name(self) -> &'static str
     where
         Self: PartialEq,
@@ -183,7 +183,7 @@ pub struct JsonOptions {
     pub decimal: DecimalFormat,
 }
 
-/// One of the headers a message can carry (README "Message formats").
+/// One of the headers a message can carry (docs/messages.md, "Headers").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Header {
     /// `fluss_table`: `db.table` (string).
@@ -203,11 +203,14 @@ pub enum Header {
     /// `fluss_schema_id`: the Fluss schema id of the row's columns (int32); only when named,
     /// not part of `all`.
     SchemaId,
+    /// `fluss_primary_key`: the primary key's column names, joined by `,` (string;
+    /// primary-key tables only), so a consumer of per-key state needs no other knowledge.
+    PrimaryKey,
 }
 
 impl Header {
-    fn bit(self) -> u8 {
-        1 << self as u8
+    fn bit(self) -> u16 {
+        1 << self as u16
     }
 }
 
@@ -221,17 +224,18 @@ impl Choice for Header {
         ("fluss_partition", Self::Partition),
         ("fluss_row_count", Self::RowCount),
         ("fluss_schema_id", Self::SchemaId),
+        ("fluss_primary_key", Self::PrimaryKey),
     ];
 }
 
 /// Which headers messages carry (`headers`): a set of [`Header`]s.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct HeaderSet(u8);
+pub struct HeaderSet(u16);
 
 impl HeaderSet {
     /// Every header but `fluss_schema_id` (the default, `"all"`; the schema id is attached
     /// only when named, so messages keep the headers they had before it existed).
-    pub const ALL: Self = Self(0x7f);
+    pub const ALL: Self = Self(0x17f);
     /// No headers at all (`"none"`): the message id still carries table, partition, bucket
     /// and offset.
     pub const NONE: Self = Self(0);

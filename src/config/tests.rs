@@ -22,7 +22,8 @@ fn defaults_match_the_product_contract() {
     let c = parse(json!({})).unwrap();
     assert_eq!(c.table_type, TableType::Auto);
     assert_eq!(c.starting_offset, StartingOffset::Full);
-    assert_eq!(c.snapshot_max_bucket_rows, 1_000_000);
+    assert!(c.ignored.is_empty());
+    assert!(c.ignored_warnings().is_empty());
     assert_eq!(c.columns, None);
     assert_eq!(c.payload_format, PayloadFormat::Json);
     assert_eq!(c.payload_schema, PayloadSchema::Json);
@@ -68,6 +69,34 @@ fn database_and_table_are_required() {
     assert_eq!(e.key, "table");
     let e = error_for(json!({"table": ""}));
     assert!(e.message.contains("must not be empty"), "{e}");
+}
+
+#[test]
+fn the_named_table_is_read_like_parse_reads_it_even_from_a_refused_config() {
+    let named = |extra: Value| {
+        let mut base = json!({"database": "fluss", "table": "orders"});
+        if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
+            b.extend(e);
+        }
+        named_table(&base.to_string())
+    };
+    assert_eq!(named(json!({})).as_deref(), Some("fluss.orders"));
+    // Refused for another key, the table is still named.
+    assert_eq!(
+        named(json!({"batch_size": "many"})).as_deref(),
+        Some("fluss.orders")
+    );
+    // Trimmed, and a number from an environment override is a name.
+    assert_eq!(
+        named(json!({"database": " db ", "table": 7})).as_deref(),
+        Some("db.7")
+    );
+    assert_eq!(named(json!({"table": ""})), None);
+    assert_eq!(named(json!({"database": null})), None);
+    assert_eq!(named(json!({"table": ["t"]})), None);
+    for text in ["null", "{}", "[]", "{not json", r#"{"database":"d"}"#] {
+        assert_eq!(named_table(text), None, "{text}");
+    }
 }
 
 #[test]
@@ -182,7 +211,7 @@ fn headers_are_all_none_or_a_list_of_names() {
     let e = error_for(json!({"headers": ["fluss_offset", "offset"]}));
     assert_eq!(
         e.to_string(),
-        "invalid plugin_config: `headers` names an unknown header \"offset\"; use \"all\", \"none\" or a list of header names (\"fluss_table\", \"fluss_bucket\", \"fluss_offset\", \"fluss_timestamp\", \"fluss_change_type\", \"fluss_partition\", \"fluss_row_count\", \"fluss_schema_id\")"
+        "invalid plugin_config: `headers` names an unknown header \"offset\"; use \"all\", \"none\" or a list of header names (\"fluss_table\", \"fluss_bucket\", \"fluss_offset\", \"fluss_timestamp\", \"fluss_change_type\", \"fluss_partition\", \"fluss_row_count\", \"fluss_schema_id\", \"fluss_primary_key\")"
     );
     let e = error_for(json!({"headers": 5}));
     assert_eq!(e.key, "headers");
@@ -274,9 +303,18 @@ fn starting_offsets() {
 }
 
 #[test]
-fn snapshot_max_bucket_rows_is_a_positive_i32() {
+fn snapshot_max_bucket_rows_is_a_positive_i32_that_only_gets_a_warning() {
     let c = parse(json!({"snapshot_max_bucket_rows": "5_000"})).unwrap();
-    assert_eq!(c.snapshot_max_bucket_rows, 5000);
+    assert_eq!(c.ignored, ["snapshot_max_bucket_rows"]);
+    assert_eq!(
+        c.ignored_warnings(),
+        ["`snapshot_max_bucket_rows` has no effect (snapshots are read from KV snapshot files a batch at a time, with no cap); remove it from [plugin_config]"]
+    );
+    // Any accepted value is the same configuration, and so is null (an unset key).
+    let mut other = parse(json!({"snapshot_max_bucket_rows": 1})).unwrap();
+    assert_eq!(other, c);
+    other = parse(json!({"snapshot_max_bucket_rows": null})).unwrap();
+    assert!(other.ignored.is_empty());
     for bad in [json!(0), json!(-1), json!("many"), json!(3_000_000_000u64)] {
         let e = error_for(json!({ "snapshot_max_bucket_rows": bad }));
         assert_eq!(e.key, "snapshot_max_bucket_rows", "{bad}");

@@ -303,7 +303,7 @@ mod tests {
 
     use super::*;
     use crate::config::options::HeaderSet;
-    use crate::encode::stamp::Stamper;
+    use crate::encode::stamp::{SnapshotIndex, Stamper};
     use crate::position::BucketKey;
 
     fn fields() -> Vec<DataField> {
@@ -436,7 +436,7 @@ mod tests {
             .unwrap()
             .bucket(BucketKey::bucket(1), None)
             .unwrap()
-            .snapshot(900);
+            .snapshot(900, SnapshotIndex::Every);
         let recs = records(&[(1, "a", Insert), (2, "b", Insert)]);
         let (consumed, events) = encode_with(&stamp, ChangelogFormat::Debezium, &recs);
         assert_eq!(consumed, 2);

@@ -8,6 +8,13 @@
 //! (`starting_offset = "full"`) are `insert`s whose `_log_offset` is the offset the snapshot
 //! was taken at and whose `_commit_timestamp` is when it was taken.
 //!
+//! A consumer must be able to tell the position of every row of a message (to drop exactly
+//! the rows it applied before when a replay is cut into messages differently). A log table
+//! read without a filter needs nothing more: a message's rows sit at consecutive offsets from
+//! the one in its id. Read through a `filter`, its kept rows have gaps, so its messages lead
+//! with a `_log_offset` column too ([`Leading::LogOffset`]). A snapshot's rows need none:
+//! their indexes count the rows the filter kept, so they are consecutive in every message.
+//!
 //! Compressed payloads (`arrow_ipc_compression`) are built when the batch is handed over, on
 //! several threads ([`Batch::push_deferred`]): compression costs far more than slicing, and one
 //! core compressing batch after batch was the bound. Until then a message counts with its
@@ -22,23 +29,85 @@ use arrow_ipc::CompressionType;
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use fluss::record::{ChangeType, ScanRecord};
 
-use super::Encoder;
+use super::{runs, Encoder, Run};
 use crate::config::options::IpcCompression;
 use crate::encode::batch::Batch;
 use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
-use crate::records::{arrow_batch, batch_runs};
 use crate::schemas::Schemas;
+
+/// The columns a message carries before the table's, chosen at open from the table kind and
+/// whether a `filter` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leading {
+    /// None: a log table read whole, whose message rows sit at consecutive offsets.
+    Nothing,
+    /// `_log_offset`: a log table read through a filter, whose kept rows have gaps.
+    LogOffset,
+    /// `_change_type`, `_log_offset`, `_commit_timestamp`: a primary-key table's changes.
+    Changelog,
+}
+
+impl Leading {
+    /// The leading columns of messages of a primary-key table (`primary_key`) or a log table,
+    /// read through a filter (`filtered`) or not.
+    pub fn of(primary_key: bool, filtered: bool) -> Self {
+        match (primary_key, filtered) {
+            (true, _) => Self::Changelog,
+            (false, true) => Self::LogOffset,
+            (false, false) => Self::Nothing,
+        }
+    }
+
+    fn fields(self) -> Vec<Arc<Field>> {
+        let offset = || Arc::new(Field::new("_log_offset", DataType::Int64, false));
+        match self {
+            Self::Nothing => Vec::new(),
+            Self::LogOffset => vec![offset()],
+            Self::Changelog => vec![
+                Arc::new(Field::new("_change_type", DataType::Utf8, false)),
+                offset(),
+                Arc::new(Field::new(
+                    "_commit_timestamp",
+                    DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+                    false,
+                )),
+            ],
+        }
+    }
+
+    fn columns(self, rows: &[ScanRecord], bucket: &BucketStamp) -> Vec<ArrayRef> {
+        let offsets = || -> ArrayRef {
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|r| bucket.offset_of(r.offset())),
+            ))
+        };
+        match self {
+            Self::Nothing => Vec::new(),
+            Self::LogOffset => vec![offsets()],
+            Self::Changelog => vec![
+                Arc::new(StringArray::from_iter_values(
+                    rows.iter().map(|r| change_name(*r.change_type())),
+                )),
+                offsets(),
+                Arc::new(
+                    TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.timestamp()))
+                        .with_timezone("UTC"),
+                ),
+            ],
+        }
+    }
+}
 
 /// Encodes runs of rows as Arrow IPC stream messages.
 pub struct IpcMessages {
-    changelog: bool,
+    leading: Leading,
     /// Names each batch's schema id (the stream itself carries the batch's Arrow schema).
     schemas: Schemas,
     options: IpcWriteOptions,
     max_bytes: usize,
-    /// The changelog schema, rebuilt only when the table's batch schema changes.
-    changelog_schema: Option<(SchemaRef, SchemaRef)>,
+    /// The schema with the leading columns, rebuilt only when the table's batch schema changes.
+    leading_schema: Option<(SchemaRef, SchemaRef)>,
     /// Compressed payloads against their uncompressed estimates; `None` without compression.
     ratio: Option<Arc<Ratio>>,
 }
@@ -83,9 +152,9 @@ fn change_name(change: ChangeType) -> &'static str {
 const ZSTD_LEVEL: i32 = 1;
 
 impl IpcMessages {
-    /// An encoder for a log table (`changelog = false`) or a primary-key table.
+    /// An encoder whose messages lead with the `leading` columns.
     pub fn new(
-        changelog: bool,
+        leading: Leading,
         schemas: Schemas,
         compression: IpcCompression,
         max_bytes: usize,
@@ -101,11 +170,11 @@ impl IpcMessages {
             .and_then(|options| options.try_with_compression_level(level))
             .map_err(|cause| Error::Ipc { cause })?;
         Ok(Self {
-            changelog,
+            leading,
             schemas,
             options,
             max_bytes,
-            changelog_schema: None,
+            leading_schema: None,
             ratio,
         })
     }
@@ -115,43 +184,28 @@ impl IpcMessages {
         write_stream(batch, &self.options, self.max_bytes)
     }
 
-    fn with_changelog_columns(
+    /// `slice` behind the leading columns of its `rows`.
+    fn with_leading_columns(
         &mut self,
         slice: RecordBatch,
         rows: &[ScanRecord],
         bucket: &BucketStamp,
     ) -> Result<RecordBatch> {
+        if self.leading == Leading::Nothing {
+            return Ok(slice);
+        }
         let table_schema = slice.schema();
-        let schema = match &self.changelog_schema {
-            Some((table, changelog)) if Arc::ptr_eq(table, &table_schema) => changelog.clone(),
+        let schema = match &self.leading_schema {
+            Some((table, leading)) if Arc::ptr_eq(table, &table_schema) => leading.clone(),
             _ => {
-                let mut fields = vec![
-                    Arc::new(Field::new("_change_type", DataType::Utf8, false)),
-                    Arc::new(Field::new("_log_offset", DataType::Int64, false)),
-                    Arc::new(Field::new(
-                        "_commit_timestamp",
-                        DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-                        false,
-                    )),
-                ];
+                let mut fields = self.leading.fields();
                 fields.extend(table_schema.fields().iter().cloned());
-                let changelog = Arc::new(Schema::new(fields));
-                self.changelog_schema = Some((table_schema.clone(), changelog.clone()));
-                changelog
+                let leading = Arc::new(Schema::new(fields));
+                self.leading_schema = Some((table_schema.clone(), leading.clone()));
+                leading
             }
         };
-        let mut columns: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|r| change_name(*r.change_type())),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|r| bucket.offset_of(r.offset())),
-            )),
-            Arc::new(
-                TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.timestamp()))
-                    .with_timezone("UTC"),
-            ),
-        ];
+        let mut columns = self.leading.columns(rows, bucket);
         columns.extend(slice.columns().iter().cloned());
         RecordBatch::try_new(schema, columns).map_err(|cause| Error::Ipc { cause })
     }
@@ -165,15 +219,17 @@ impl Encoder for IpcMessages {
         batch: &mut Batch,
     ) -> Result<usize> {
         let mut consumed = 0;
-        for (start, end, arrow) in batch_runs(records) {
-            let arrow = arrow_batch(arrow)?;
-            let schema_id = self
-                .schemas
-                .of(arrow)
-                .ok_or(Error::UnknownSchema {
-                    columns: arrow.num_columns(),
-                })?
-                .id;
+        // A handle of its own (the registry is shared): the runs borrow it while `self` builds
+        // each message.
+        let schemas = self.schemas.clone();
+        for run in runs(&schemas, records) {
+            let Run {
+                start,
+                end,
+                arrow,
+                version,
+            } = run?;
+            let schema_id = version.id;
             let per_message = rows_per_message(arrow, self.max_bytes);
             let mut at = start;
             while at < end {
@@ -184,11 +240,7 @@ impl Encoder for IpcMessages {
                 let rows = &records[at..at + run];
                 let first = &rows[0];
                 let slice = arrow.slice(first.row().get_row_id(), run);
-                let slice = if self.changelog {
-                    self.with_changelog_columns(slice, rows, bucket)?
-                } else {
-                    slice
-                };
+                let slice = self.with_leading_columns(slice, rows, bucket)?;
                 let estimate = bytes_per_row(arrow) * run;
                 match &self.ratio {
                     None => {
@@ -277,6 +329,7 @@ fn rows_per_message(batch: &RecordBatch, max_bytes: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::arrow_batch;
     use arrow_array::Array;
     use arrow_ipc::reader::StreamReader;
 
@@ -318,7 +371,8 @@ mod tests {
             IpcCompression::Lz4,
             IpcCompression::Zstd,
         ] {
-            let encoder = IpcMessages::new(false, any_schema(), compression, 1 << 20).unwrap();
+            let encoder =
+                IpcMessages::new(Leading::Nothing, any_schema(), compression, 1 << 20).unwrap();
             let payload = encoder.write_stream(&slice).unwrap();
             let back = read_back(&payload);
             assert_eq!(back.len(), 1, "{compression:?}");
@@ -329,7 +383,13 @@ mod tests {
     #[test]
     fn a_slice_writes_only_its_own_rows() {
         let batch = sample(100_000);
-        let encoder = IpcMessages::new(false, any_schema(), IpcCompression::None, 1 << 30).unwrap();
+        let encoder = IpcMessages::new(
+            Leading::Nothing,
+            any_schema(),
+            IpcCompression::None,
+            1 << 30,
+        )
+        .unwrap();
         let whole = encoder.write_stream(&batch).unwrap().len();
         let tenth = encoder.write_stream(&batch.slice(0, 10_000)).unwrap().len();
         assert!(
@@ -341,7 +401,7 @@ mod tests {
     #[test]
     fn snapshot_rows_are_inserts_at_the_snapshot_offset() {
         use crate::config::options::HeaderSet;
-        use crate::encode::stamp::{snapshot_id, Stamper};
+        use crate::encode::stamp::{snapshot_id, SnapshotIndex, Stamper};
         use crate::position::BucketKey;
         use fluss::metadata::{DataTypes, RowType};
         use fluss::row::ColumnarRow;
@@ -363,14 +423,22 @@ mod tests {
             .unwrap()
             .bucket(BucketKey::bucket(1), None)
             .unwrap()
-            .snapshot(300);
-        let mut encoder =
-            IpcMessages::new(true, any_schema(), IpcCompression::None, 1 << 20).unwrap();
+            .snapshot(300, SnapshotIndex::Every);
+        let mut encoder = IpcMessages::new(
+            Leading::Changelog,
+            any_schema(),
+            IpcCompression::None,
+            1 << 20,
+        )
+        .unwrap();
         let mut out = Batch::new(10, usize::MAX);
         assert_eq!(encoder.encode(&stamp, &records, &mut out).unwrap(), 5);
         let messages = out.into_messages().unwrap();
         assert_eq!(messages.len(), 1);
-        assert_eq!(messages[0].id, Some(snapshot_id(7, None, 1, 300, 0)));
+        assert_eq!(
+            messages[0].id,
+            Some(snapshot_id(7, None, 1, (300, SnapshotIndex::Every), 0))
+        );
         let back = &read_back(&messages[0].payload)[0];
         let change = back
             .column(0)
@@ -383,6 +451,57 @@ mod tests {
             .downcast_ref::<Int64Array>()
             .unwrap();
         assert!((0..5).all(|i| change.value(i) == "insert" && offsets.value(i) == 300));
+    }
+
+    #[test]
+    fn filtered_log_rows_lead_with_their_offsets_in_every_cut() {
+        use crate::config::options::HeaderSet;
+        use crate::encode::stamp::{message_id, Stamper};
+        use crate::position::BucketKey;
+
+        // Kept rows of a filter: consecutive rows of a compacted batch, offsets with gaps.
+        let offsets: Vec<i64> = (0..50).map(|i| 100 + i * i).collect();
+        let records: Vec<ScanRecord> = log_records(sample(50))
+            .into_iter()
+            .zip(&offsets)
+            .map(|(r, offset)| {
+                ScanRecord::new(r.row().clone(), *offset, r.timestamp(), *r.change_type())
+            })
+            .collect();
+        let stamp = Stamper::new(7, "db.t", HeaderSet::ALL)
+            .unwrap()
+            .bucket(BucketKey::bucket(1), None)
+            .unwrap();
+        let per_row = bytes_per_row(
+            &arrow_batch(records[0].row().get_record_batch())
+                .unwrap()
+                .clone(),
+        );
+        for rows_per_message in [1, 7, 50] {
+            let mut encoder = IpcMessages::new(
+                Leading::LogOffset,
+                any_schema(),
+                IpcCompression::None,
+                per_row * rows_per_message,
+            )
+            .unwrap();
+            let mut out = Batch::new(100, usize::MAX);
+            assert_eq!(encoder.encode(&stamp, &records, &mut out).unwrap(), 50);
+            let mut seen = Vec::new();
+            for message in out.into_messages().unwrap() {
+                let back = &read_back(&message.payload)[0];
+                assert_eq!(back.schema().field(0).name(), "_log_offset");
+                assert_eq!(back.schema().field(1).name(), "id");
+                let column = back
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap();
+                assert_eq!(message.id, Some(message_id(7, None, 1, column.value(0))));
+                seen.extend(column.values().iter().copied());
+            }
+            assert_eq!(seen, offsets, "{rows_per_message} rows per message");
+        }
     }
 
     /// Log records pointing at every row of `batch`.
@@ -418,8 +537,13 @@ mod tests {
             .bucket(BucketKey::bucket(0), None)
             .unwrap();
         let per_row = bytes_per_row(&whole);
-        let mut encoder =
-            IpcMessages::new(false, any_schema(), IpcCompression::Zstd, per_row * 1000).unwrap();
+        let mut encoder = IpcMessages::new(
+            Leading::Nothing,
+            any_schema(),
+            IpcCompression::Zstd,
+            per_row * 1000,
+        )
+        .unwrap();
         let mut rows_back = Vec::new();
         let mut estimated = Vec::new();
         for half in records.chunks(10_000) {

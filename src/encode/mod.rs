@@ -5,24 +5,27 @@
 //! - [`batch`]: one runtime batch assembled within its limits;
 //! - [`rows`]: log-table rows as JSON objects;
 //! - [`cdc`]: primary-key changelogs as change envelopes;
-//! - [`ipc`]: Arrow IPC messages;
-//! - [`runtime_json`]: what the runtime's re-encoding of JSON payloads can carry.
+//! - [`ipc`]: Arrow IPC messages.
 
 pub mod batch;
 pub mod cdc;
 pub mod ipc;
 pub mod rows;
-pub mod runtime_json;
 pub mod stamp;
 
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
 use fluss::record::ScanRecord;
 
 use crate::encode::batch::Batch;
 use crate::encode::stamp::BucketStamp;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::records::{arrow_batch, batch_runs};
+use crate::schemas::{Schemas, Version};
 
 /// Turns one bucket's records into messages. The source picks one implementation at open
-/// (JSON rows, change events or Arrow IPC, see `encoder_for` in [`crate::source`]).
+/// (JSON rows, change events or Arrow IPC, see `open::encoder` in [`crate::source`]).
 pub trait Encoder: Send {
     /// Encodes `records` (one bucket, offset order) into `batch` until it is full, returning
     /// how many records were consumed. An encoder may leave records it cannot encode alone
@@ -33,4 +36,38 @@ pub trait Encoder: Send {
         records: &[ScanRecord],
         batch: &mut Batch,
     ) -> Result<usize>;
+}
+
+/// Records `start..end` of one bucket's records that share a fetched Arrow batch, with that
+/// batch and the schema version it was written with.
+pub struct Run<'a> {
+    /// The first record of the run.
+    pub start: usize,
+    /// One past its last record.
+    pub end: usize,
+    /// The batch its records point into.
+    pub arrow: &'a RecordBatch,
+    /// The version the batch was written with.
+    pub version: Arc<Version>,
+}
+
+/// The runs of `records` ([`batch_runs`]) with their batch and version, as the encoders of
+/// fetched batches walk them: an error for a record without its batch, or for a batch of a
+/// version `schemas` does not know.
+pub fn runs<'a>(
+    schemas: &'a Schemas,
+    records: &'a [ScanRecord],
+) -> impl Iterator<Item = Result<Run<'a>>> + 'a {
+    batch_runs(records).map(|(start, end, arrow)| {
+        let arrow = arrow_batch(arrow)?;
+        let version = schemas.of(arrow).ok_or(Error::UnknownSchema {
+            columns: arrow.num_columns(),
+        })?;
+        Ok(Run {
+            start,
+            end,
+            arrow,
+            version,
+        })
+    })
 }

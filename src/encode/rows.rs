@@ -3,13 +3,12 @@
 
 use fluss::record::ScanRecord;
 
-use super::Encoder;
+use super::{runs, Encoder};
 use crate::config::options::JsonOptions;
 use crate::encode::batch::Batch;
 use crate::encode::stamp::BucketStamp;
 use crate::error::{Error, Result};
 use crate::json::{write_json_string, RowEncoder};
-use crate::records::{arrow_batch, batch_runs};
 use crate::schemas::Schemas;
 
 /// Encodes log-table rows as JSON messages.
@@ -59,14 +58,11 @@ impl Encoder for RowMessages {
         batch: &mut Batch,
     ) -> Result<usize> {
         let mut consumed = 0;
-        for (start, end, arrow) in batch_runs(records) {
-            let arrow = arrow_batch(arrow)?;
-            let version = self.schemas.of(arrow).ok_or(Error::UnknownSchema {
-                columns: arrow.num_columns(),
-            })?;
-            let mut rows = RowEncoder::try_new(&version.fields, arrow, self.options)
+        for run in runs(&self.schemas, records) {
+            let run = run?;
+            let mut rows = RowEncoder::try_new(&run.version.fields, run.arrow, self.options)
                 .map_err(|source| Error::Encode { source })?;
-            for record in &records[start..end] {
+            for record in &records[run.start..run.end] {
                 if batch.is_full() {
                     return Ok(consumed);
                 }
@@ -81,7 +77,7 @@ impl Encoder for RowMessages {
                     record.offset(),
                     record.timestamp(),
                     Some(*record.change_type()),
-                    version.id,
+                    run.version.id,
                     payload,
                 ));
                 consumed += 1;

@@ -26,6 +26,12 @@
 //! | 55-32   | 24    | the offset the snapshot was taken at (the changelog continues there), mod 2^24 |
 //! | 31-0    | 32    | the row's index in the bucket's snapshot                  |
 //!
+//! Read through a `filter`, a snapshot's rows are numbered among the rows the filter kept
+//! (0, 1, 2, … in key order) and their ids have layout version `11` instead
+//! ([`SnapshotIndex::Kept`]): so the rows of every message sit at consecutive indexes however
+//! a replay cuts them, and a consumer that numbered a bucket's rows one way never mistakes
+//! them for rows numbered the other way.
+//!
 //! A snapshot delivered again at the same offset (nothing written meanwhile) repeats its ids;
 //! one taken again after writes gets new ids, so a consumer that drops repeated ids never
 //! drops a row it has not seen. Two snapshots of a bucket share ids only if their offsets
@@ -66,16 +72,29 @@ pub fn message_id(
     (1u128 << 126) | bucket_bits(table, partition, bucket) | fold(offset as u64, 56)
 }
 
+/// How a snapshot's rows are numbered, which its ids say in their layout version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotIndex {
+    /// Every row of the bucket's snapshot in key order (no filter): layout `10`.
+    Every,
+    /// The rows a `filter` kept, in key order: layout `11`.
+    Kept,
+}
+
 /// The message id of the snapshot row at `index` of a snapshot taken at `continue_at` (see
 /// the module docs for the layout).
 pub fn snapshot_id(
     table: TableId,
     partition: Option<PartitionId>,
     bucket: BucketId,
-    continue_at: Offset,
+    (continue_at, numbering): (Offset, SnapshotIndex),
     index: i64,
 ) -> u128 {
-    (2u128 << 126)
+    let layout: u128 = match numbering {
+        SnapshotIndex::Every => 2,
+        SnapshotIndex::Kept => 3,
+    };
+    (layout << 126)
         | bucket_bits(table, partition, bucket)
         | u128::from(continue_at as u64 & ((1 << 24) - 1)) << 32
         | fold(index as u64, 32)
@@ -112,6 +131,8 @@ pub struct Stamper {
     partition_key: HeaderKey,
     change_type_key: HeaderKey,
     change_types: [HeaderValue; 5],
+    /// `fluss_primary_key` and its value, for a primary-key table.
+    primary_key: Option<(HeaderKey, HeaderValue)>,
 }
 
 fn key(header: Header) -> Result<HeaderKey> {
@@ -175,7 +196,17 @@ impl Stamper {
             partition_key: key(Header::Partition)?,
             change_type_key: key(Header::ChangeType)?,
             change_types,
+            primary_key: None,
         })
+    }
+
+    /// Messages of a primary-key table also name its key `columns` (`fluss_primary_key`).
+    pub fn with_primary_key(mut self, columns: &[String]) -> Result<Self> {
+        self.primary_key = Some((
+            key(Header::PrimaryKey)?,
+            text(Header::PrimaryKey, &columns.join(","))?,
+        ));
+        Ok(self)
     }
 
     /// The stamp of one bucket, built once per bucket: a complete header map per message
@@ -203,6 +234,9 @@ impl Stamper {
         );
         if let Some(schema_key) = &self.keys.schema_id {
             put(Header::SchemaId, schema_key, HeaderValue::from_i32(0));
+        }
+        if let Some((k, v)) = &self.primary_key {
+            put(Header::PrimaryKey, k, v.clone());
         }
         if let Some(partition) = partition_name {
             put(
@@ -253,8 +287,9 @@ impl Stamper {
 #[derive(Debug, Clone)]
 pub struct BucketStamp {
     table_id: TableId,
-    /// For a snapshot's rows: the offset the snapshot was taken at (see [`Self::snapshot`]).
-    snapshot: Option<Offset>,
+    /// For a snapshot's rows: the offset the snapshot was taken at and how its rows are
+    /// numbered (see [`Self::snapshot`]).
+    snapshot: Option<(Offset, SnapshotIndex)>,
     key: BucketKey,
     partition_name: Option<String>,
     keys: Arc<StampKeys>,
@@ -274,25 +309,26 @@ impl BucketStamp {
         self.partition_name.as_deref()
     }
 
-    /// The stamp of the rows of a snapshot taken at `continue_at`. Encoders hand it records
-    /// whose offset is their index in the snapshot: the message id is [`snapshot_id`], and
-    /// the `fluss_offset` header (and every offset an encoder writes) is `continue_at`.
-    pub fn snapshot(&self, continue_at: Offset) -> Self {
+    /// The stamp of the rows of a snapshot taken at `continue_at`, numbered as `numbering`
+    /// says. Encoders hand it records whose offset is their index in the snapshot: the
+    /// message id is [`snapshot_id`], and the `fluss_offset` header (and every offset an
+    /// encoder writes) is `continue_at`.
+    pub fn snapshot(&self, continue_at: Offset, numbering: SnapshotIndex) -> Self {
         Self {
-            snapshot: Some(continue_at),
+            snapshot: Some((continue_at, numbering)),
             ..self.clone()
         }
     }
 
     /// The offset a snapshot was taken at, for a snapshot's stamp.
     pub fn snapshot_offset(&self) -> Option<Offset> {
-        self.snapshot
+        self.snapshot.map(|(at, _)| at)
     }
 
     /// The log offset to show for a record stamped here: its own, or for a snapshot row the
     /// offset the snapshot was taken at.
     pub fn offset_of(&self, offset: Offset) -> Offset {
-        self.snapshot.unwrap_or(offset)
+        self.snapshot_offset().unwrap_or(offset)
     }
 
     /// The message of one row or change whose (first) record is at `offset`, its columns
@@ -348,7 +384,7 @@ impl BucketStamp {
     ) -> ProducedMessage {
         let (table, partition, bucket) = (self.table_id, self.key.partition, self.key.bucket);
         let id = match self.snapshot {
-            Some(continue_at) => snapshot_id(table, partition, bucket, continue_at, offset),
+            Some(snapshot) => snapshot_id(table, partition, bucket, snapshot, offset),
             None => message_id(table, partition, bucket, offset),
         };
         ProducedMessage {
@@ -459,17 +495,33 @@ mod tests {
             for n in [0, 1, 2, 1_000, (1 << 24) - 1, 1 << 24, (1 << 32) - 1] {
                 changelog.insert(message_id(5, Some(3), bucket, n));
                 for continue_at in [0, 1, 500, (1 << 24) - 1] {
-                    assert!(
-                        snapshot.insert(snapshot_id(5, Some(3), bucket, continue_at, n)),
-                        "duplicate snapshot id {bucket} {continue_at} {n}"
-                    );
+                    for numbering in [SnapshotIndex::Every, SnapshotIndex::Kept] {
+                        assert!(
+                            snapshot.insert(snapshot_id(
+                                5,
+                                Some(3),
+                                bucket,
+                                (continue_at, numbering),
+                                n
+                            )),
+                            "duplicate snapshot id {bucket} {continue_at} {numbering:?} {n}"
+                        );
+                    }
                 }
             }
         }
         assert!(changelog.is_disjoint(&snapshot));
-        let id = snapshot_id(5, Some(3), 2, 1234, 99);
-        assert_eq!(id, snapshot_id(5, Some(3), 2, 1234, 99), "deterministic");
+        let every = (1234, SnapshotIndex::Every);
+        let id = snapshot_id(5, Some(3), 2, every, 99);
+        assert_eq!(id, snapshot_id(5, Some(3), 2, every, 99), "deterministic");
         assert_eq!(id >> 126, 2, "layout version 10");
+        let kept = snapshot_id(5, Some(3), 2, (1234, SnapshotIndex::Kept), 99);
+        assert_eq!(kept >> 126, 3, "layout version 11");
+        assert_eq!(
+            kept & !(3 << 126),
+            id & !(3 << 126),
+            "the same fields below"
+        );
         assert_eq!((id >> 104) & ((1 << 22) - 1), 5);
         assert_eq!((id >> 72) & ((1 << 32) - 1), 4);
         assert_eq!((id >> 56) & 0xffff, 2);
@@ -479,14 +531,15 @@ mod tests {
 
     #[test]
     fn snapshot_stamps_show_the_snapshot_offset() {
-        let bucket = stamp(HeaderSet::ALL, None).snapshot(500);
+        let every = (500, SnapshotIndex::Every);
+        let bucket = stamp(HeaderSet::ALL, None).snapshot(500, SnapshotIndex::Every);
         assert_eq!(bucket.snapshot_offset(), Some(500));
         let m = bucket.row(3, 77, Some(ChangeType::Insert), 1, Vec::new());
-        assert_eq!(m.id, Some(snapshot_id(3, None, 2, 500, 3)));
+        assert_eq!(m.id, Some(snapshot_id(3, None, 2, every, 3)));
         assert_eq!(header(&m, Header::Offset).unwrap().as_i64().unwrap(), 500);
         assert_eq!(header(&m, Header::Timestamp).unwrap().as_i64().unwrap(), 77);
         let ipc = bucket.ipc(0, 77, 10, 1, Vec::new());
-        assert_eq!(ipc.id, Some(snapshot_id(3, None, 2, 500, 0)));
+        assert_eq!(ipc.id, Some(snapshot_id(3, None, 2, every, 0)));
         assert_eq!(header(&ipc, Header::Offset).unwrap().as_i64().unwrap(), 500);
     }
 
@@ -579,6 +632,40 @@ mod tests {
         let ipc = bucket.ipc(5, 6, 2, 1, Vec::new());
         assert_eq!(ipc.headers.as_ref().unwrap().len(), 2);
         assert_eq!(header(&ipc, Header::RowCount).unwrap().as_i64().unwrap(), 2);
+    }
+
+    #[test]
+    fn primary_key_tables_name_their_key_on_every_message() {
+        let stamper = Stamper::new(3, "fluss.orders", HeaderSet::ALL)
+            .unwrap()
+            .with_primary_key(&["region".to_owned(), "id".to_owned()])
+            .unwrap();
+        let bucket = stamper.bucket(BucketKey::bucket(2), None).unwrap();
+        let snapshot = bucket.snapshot(9, SnapshotIndex::Kept);
+        for m in [
+            bucket.row(5, 6, Some(ChangeType::Insert), 1, Vec::new()),
+            bucket.ipc(5, 6, 2, 1, Vec::new()),
+            snapshot.row(0, 6, Some(ChangeType::Insert), 1, Vec::new()),
+        ] {
+            let key = header(&m, Header::PrimaryKey).unwrap();
+            assert_eq!(key.as_str().unwrap(), "region,id");
+        }
+        let log = stamp(HeaderSet::ALL, None).row(5, 6, None, 1, Vec::new());
+        assert!(
+            header(&log, Header::PrimaryKey).is_none(),
+            "log tables have none"
+        );
+        let unnamed = Stamper::new(3, "fluss.orders", HeaderSet::of(&[Header::Offset]))
+            .unwrap()
+            .with_primary_key(&["id".to_owned()])
+            .unwrap()
+            .bucket(BucketKey::bucket(2), None)
+            .unwrap()
+            .row(5, 6, None, 1, Vec::new());
+        assert!(
+            header(&unnamed, Header::PrimaryKey).is_none(),
+            "only when selected"
+        );
     }
 
     #[test]

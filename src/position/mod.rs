@@ -72,8 +72,11 @@ pub enum Position {
 pub struct Resume {
     /// The KV snapshot's id.
     pub snapshot: i64,
-    /// Its first rows (in key order) that were handed over.
+    /// Its first rows (in key order) that were read past: handed over, or left out by a filter.
     pub rows: u64,
+    /// Read through a `filter`: how many of those rows the filter kept, which is the index of
+    /// the next row handed over. `None` without a filter, where every row counts.
+    pub kept: Option<u64>,
 }
 
 impl Position {

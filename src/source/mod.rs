@@ -25,12 +25,11 @@ use crate::client::kv_snapshot::credentials::RemoteCredentials;
 use crate::client::kv_snapshot::lease::Lease;
 use crate::client::offsets;
 use crate::client::scanner::Scanner;
-use crate::client::schemas;
+use crate::client::schema_fetch;
 use crate::client::table::Table;
 use crate::config::options::{IpcCompression, PayloadFormat};
 use crate::config::Config;
 use crate::encode::batch::Batch;
-use crate::encode::runtime_json;
 use crate::encode::stamp::Stamper;
 use crate::encode::Encoder;
 use crate::error::{Error, Result};
@@ -107,6 +106,10 @@ pub struct FlussSource {
 impl Source for FlussSource {
     type Error = Error;
 
+    fn log_prefix(id: u32, config_json: &str) -> String {
+        telemetry::prefix(id, crate::config::named_table(config_json).as_deref())
+    }
+
     async fn open(id: u32, config_json: &str, state: Option<ConnectorState>) -> Result<Self> {
         let config = Config::parse(config_json)?;
         // Corrupt state fails before any network work, so the error is immediate.
@@ -130,7 +133,7 @@ impl Source for FlussSource {
                 .map_err(|reason| Error::PartitionFilter { reason })?;
         }
         let encoder = open::encoder(&config, &table)?;
-        let key_order = runtime_json::check(&config, &table.fields, table.primary_key)?;
+        let key_order = open::runtime_json::check(&config, &table.fields, table.primary_key)?;
         let (partitions, left_out) = if table.info.is_partitioned() {
             discovery::list_split(&table, config.partitions.as_ref()).await?
         } else {
@@ -170,7 +173,10 @@ impl Source for FlussSource {
             starts.push((key, position, "starting_offset"));
         }
         starts.sort_by_key(|(k, _, _)| *k);
-        let stamper = Stamper::new(table.id(), &qualified, config.headers)?;
+        let mut stamper = Stamper::new(table.id(), &qualified, config.headers)?;
+        if table.primary_key {
+            stamper = stamper.with_primary_key(table.info.get_primary_keys())?;
+        }
         let scanner = Scanner::build(
             &table,
             &bound.unfinished(&committed),
@@ -181,6 +187,9 @@ impl Source for FlussSource {
             open::summary(&config, &table, partitions.len()) + &finish::share(&config, &bound);
         telemetry.opened(&summary, &starts);
         if let Some(warning) = key_order {
+            telemetry.warn(&warning);
+        }
+        for warning in config.ignored_warnings() {
             telemetry.warn(&warning);
         }
         if let Some(warning) =
@@ -224,12 +233,12 @@ impl Source for FlussSource {
         produced
     }
 
-    /// JSON: the next batch is encoded while the runtime decodes the previous one's messages
-    /// (2M rows: 291 K instead of 232 K messages/s). Not for uncompressed Arrow IPC: its
-    /// batches are a few large messages, cheap to encode and decode, and a second batch of them
-    /// in memory only adds page faults (2M rows: 0.74 s instead of 0.64 s, peak RSS 103 instead
-    /// of 85 MiB). Compressed Arrow IPC polls ahead again: compressing is the expensive part,
-    /// and its messages are small.
+    /// Poll ahead where encoding costs more than holding a second batch: JSON (the next batch is
+    /// encoded while the runtime decodes the previous one's messages, on another core) and
+    /// compressed Arrow IPC (compressing is the expensive part, and its messages are small).
+    /// Not uncompressed Arrow IPC: its batches are a few large messages, cheap to encode and
+    /// decode, so a second batch of them in memory only costs page faults and peak RSS.
+    /// Measured in the stand-in runner (BENCHMARKS.md, "Through the stand-in runner").
     fn poll_ahead(&self) -> bool {
         match self.config.payload_format {
             PayloadFormat::Json => true,
@@ -380,7 +389,7 @@ impl FlussSource {
     /// logging each change once.
     async fn learn_schemas(&mut self, records: &ScanRecords) -> Result<()> {
         for records in records.records_by_buckets().values() {
-            let changes = schemas::learn(&self.table, records).await?;
+            let changes = schema_fetch::learn(&self.table, records).await?;
             self.schema_changed(&changes);
         }
         Ok(())
@@ -396,7 +405,7 @@ impl FlussSource {
             self.telemetry.schema_changed(change);
         }
         let fields = &self.table.schemas.latest().fields;
-        match runtime_json::check(&self.config, fields, self.table.primary_key) {
+        match open::runtime_json::check(&self.config, fields, self.table.primary_key) {
             Ok(None) => {}
             Ok(Some(warning)) => self.telemetry.warn(&warning),
             Err(error) => self.telemetry.warn(&error.to_string()),

@@ -3,7 +3,7 @@
 //! one's files are copied and opened (a tenth of a second for 7 MB on a quiet machine, more
 //! with a remote object store). Listing and leasing it are calls of a few milliseconds and
 //! run at once; copying and opening run on a task of their own, whose first batches are then
-//! read on their own thread ([`crate::client::kv_snapshot::ahead::ReadAhead`]). At most one
+//! read on their own thread ([`crate::snapshot_files::ahead::ReadAhead`]). At most one
 //! bucket is opened ahead, so `snapshot_dir` holds at most two buckets' files.
 //!
 //! Only a bucket that has handed nothing over yet is opened ahead: one resuming an earlier

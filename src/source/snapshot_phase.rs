@@ -18,16 +18,16 @@ use fluss::SnapshotId;
 
 use super::{FlussSource, RETRY_PAUSE};
 use crate::client::discovery::PartitionNames;
-use crate::client::kv_snapshot::ahead::ReadAhead;
 use crate::client::kv_snapshot::credentials::RemoteCredentials;
-use crate::client::kv_snapshot::rows::{KvRows, Layout};
 use crate::client::kv_snapshot::{files, latest, Opened};
 use crate::client::offsets;
-use crate::client::schemas;
+use crate::client::schema_fetch;
 use crate::client::table::Table;
 use crate::config::options::PayloadFormat;
 use crate::error::{Error, Fault, Result};
 use crate::position::{BucketKey, Offset, Position, Positions, Resume};
+use crate::snapshot_files::ahead::ReadAhead;
+use crate::snapshot_files::rows::{KvRows, Layout};
 
 impl FlussSource {
     /// The next bucket whose snapshot is due: none while one is being handed over.
@@ -77,8 +77,14 @@ impl FlussSource {
             return Ok(());
         }
         self.telemetry.snapshot_started(key);
+        // A resume goes on numbering the rows as the attempt it comes from did: one saved
+        // without a filter (or before filtered rows were numbered among the kept ones) while a
+        // filter is set, or the other way round, starts the snapshot over.
+        let filtered = self.config.filter.is_some();
         let resume = match positions.get(&key) {
-            Some(Position::Snapshot { resume, .. }) => *resume,
+            Some(Position::Snapshot { resume, .. }) => {
+                resume.filter(|resume| resume.kept.is_some() == filtered)
+            }
             _ => None,
         };
         let continue_at = match self.open_snapshot(key, resume).await? {
@@ -154,7 +160,12 @@ impl FlussSource {
                 match self.open(key, resume.snapshot, resume.rows, started).await {
                     // The lease was granted, but Fluss had already deleted the snapshot.
                     Err(error) if snapshot_not_found(&error) => true,
-                    result => return result.map(Some),
+                    result => {
+                        return result.map(|mut opened| {
+                            opened.first_index = resume.kept.unwrap_or(opened.skipped);
+                            Some(opened)
+                        })
+                    }
                 }
             } else {
                 true
@@ -228,7 +239,7 @@ impl FlussSource {
         };
         // The snapshot (listed before this) may hold rows of versions no fetched batch
         // showed yet.
-        let changes = schemas::up_to_latest(&self.table).await?;
+        let changes = schema_fetch::up_to_latest(&self.table).await?;
         self.schema_changed(&changes);
         let layout = Layout::of(&self.table);
         let row_type = match &self.table.projection {
@@ -352,6 +363,7 @@ impl Opening {
             exact: true,
             disk_bytes,
             skipped,
+            first_index: skipped,
         };
         Ok(Copied { opened, dir, took })
     }

@@ -23,6 +23,15 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
 /// Repeats of one retriable fault are summarised at most this often.
 const WARN_INTERVAL: Duration = Duration::from_secs(30);
 
+/// What every line about plugin instance `id` starts with: `fluss[<id> <db.table>]`, or
+/// `fluss[<id>]` for an instance whose configuration names no table (its `open` fails).
+pub fn prefix(id: u32, table: Option<&str>) -> String {
+    match table {
+        Some(table) => format!("fluss[{id} {table}]"),
+        None => format!("fluss[{id}]"),
+    }
+}
+
 /// Log state of one source instance.
 pub struct Telemetry {
     prefix: String,
@@ -48,7 +57,7 @@ impl Telemetry {
     /// Log state for plugin `id` reading `table` (`db.table`).
     pub fn new(id: u32, table: &str, verbose: bool) -> Self {
         Self {
-            prefix: format!("fluss[{id} {table}]"),
+            prefix: prefix(id, Some(table)),
             verbose,
             messages_total: 0,
             rows_total: 0,
@@ -81,7 +90,7 @@ impl Telemetry {
     }
 
     /// A setting that works but not as the user likely meant, found at open: JSON payloads
-    /// whose key order the runtime will not keep (see [`crate::runtime_json`]), more
+    /// whose key order the runtime will not keep (see [`crate::source::open::runtime_json`]), more
     /// instances than buckets (see [`crate::scope::share::Assignment::oversized`]).
     pub fn warn(&self, warning: &str) {
         tracing::warn!(target: TARGET, "{}: {warning}", self.prefix);
@@ -333,6 +342,21 @@ impl Telemetry {
             self.prefix,
             self.messages_total,
             self.rows_total
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prefix_names_the_instance_and_its_table_when_known() {
+        assert_eq!(prefix(7, Some("fluss.orders")), "fluss[7 fluss.orders]");
+        assert_eq!(prefix(7, None), "fluss[7]");
+        assert_eq!(
+            Telemetry::new(7, "fluss.orders", false).prefix,
+            "fluss[7 fluss.orders]"
         );
     }
 }

@@ -9,7 +9,7 @@
 //!   cluster named by `FLUSS_BOOTSTRAP`.
 //! - [`tables`] creates log, primary-key, partitioned and every-type tables
 //!   with unique names and waits until their buckets have leaders.
-//! - [`write`] appends, upserts and deletes rows; [`read`] scans a log back.
+//! - [`mod@write`] appends, upserts and deletes rows; [`read`] scans a log back.
 //! - [`runtime`]: the shared Tokio runtime of a test binary, and [`runtime::on_own_runtime`]
 //!   for blocking waits; [`plugin_path`] finds the built plugin library.
 //! - [`s3`]: a local S3 server for clusters whose remote storage is an object store.
@@ -68,6 +68,19 @@ pub fn plugin_path() -> std::path::PathBuf {
                 profile.display()
             )
         })
+}
+
+/// Whether a log line names plugin instance `id` in any form: the instance prefix
+/// (`fluss[<id> <db.table>]` or `fluss[<id>]`) or the SDK's default `plugin <id>:`, so a line
+/// that lacks the prefix is still found (and fails a comparison of the whole line).
+pub fn names_instance(message: &str, id: u32) -> bool {
+    [
+        format!("fluss[{id} "),
+        format!("fluss[{id}]"),
+        format!("plugin {id}:"),
+    ]
+    .iter()
+    .any(|tag| message.contains(tag))
 }
 
 /// The fluss-rs crate this testkit is built against, for tests that need

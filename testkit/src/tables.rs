@@ -21,7 +21,7 @@ pub const TEST_DATABASE: &str = "testkit";
 /// Buckets get leaders within a second or two on a healthy cluster; the
 /// rest covers a tablet server that is still (re)starting, and the load of
 /// CI (several clusters and the Iggy servers on 2 cores), under which a new
-/// table's leaders once took over 60 s.
+/// table's leaders can take over a minute.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// A new table whose buckets have no leader after this long is dropped and
 /// created again: under CI's load Fluss 0.9.1 has left a new table's buckets

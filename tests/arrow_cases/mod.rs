@@ -3,6 +3,9 @@
 //! A case is drawn as Fluss types plus a value tree per cell, and only then turned into Arrow
 //! arrays (with the Arrow types of `fluss::record::to_arrow_type`, as the scanner delivers
 //! them), so shrinking works on plain values and a failure prints readable ones.
+//!
+//! One file because it is one generator: the Fluss types, the value tree of
+//! each cell and their conversion to Arrow arrays belong together for shrinking to stay readable.
 
 // Each test binary that includes this module uses only part of it.
 #![allow(dead_code)]

@@ -112,7 +112,7 @@ fn acls_decide_open_and_streaming() {
     assert_eq!(
         lines,
         vec![format!(
-            "plugin {id}: open failed: user alice may not read table {db}.{table}: Fluss get_table_info failed: Principal FlussPrincipal{{name='alice', type='User'}} have no authorization to operate DESCRIBE on resource Resource{{type=TABLE, name='{db}.{table}'}} (error code 48); grant READ on TABLE {db}.{table} to User:alice (a Fluss ACL), or set `sasl_username` to a user that has it"
+            "fluss[{id} {db}.{table}]: open failed: user alice may not read table {db}.{table}: Fluss get_table_info failed: Principal FlussPrincipal{{name='alice', type='User'}} have no authorization to operate DESCRIBE on resource Resource{{type=TABLE, name='{db}.{table}'}} (error code 48); grant READ on TABLE {db}.{table} to User:alice (a Fluss ACL), or set `sasl_username` to a user that has it"
         )],
         "one ERROR line"
     );

@@ -5,6 +5,10 @@
 //! logs one ERROR line naming the cause) and through the `fluss-source-runner` binary with a
 //! state file (exit code, exactly one plugin ERROR line on stderr, no panic, the state file's
 //! bytes unchanged, no output).
+//!
+//! One file because every refusal goes through the two checks at its top
+//! ([`Case`], [`refused_in_process`] and the runner's), which `log_lines.rs` and `metrics.rs`
+//! reuse for refusals of their own.
 
 use std::time::{Duration, Instant};
 
@@ -13,11 +17,13 @@ use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::{tables, unique_table, Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
-use crate::fixture::{cluster, config, harness, open_refused, raw_id, rt, Answer, Stream};
+use crate::fixture::{
+    cluster, config, harness, instance_prefix, open_refused, raw_id, rt, Answer, Stream,
+};
 use crate::process::{connector_file, plugin_errors, run_runner, scratch_dir};
 
 /// One input `open` must refuse and the whole ERROR line it must give (after
-/// `plugin <id>: open failed: `).
+/// `fluss[<id> <db.table>]: open failed: `).
 pub(crate) struct Case {
     what: &'static str,
     /// The plugin config; `None` = no `[plugin_config]` section (the runtime passes `null`).
@@ -58,7 +64,11 @@ pub(crate) fn refused_in_process(case: &Case) {
     );
     assert_eq!(
         lines[0],
-        format!("plugin {id}: open failed: {}", case.expect),
+        format!(
+            "{}: open failed: {}",
+            instance_prefix(id, case.config.as_ref()),
+            case.expect
+        ),
         "{}: the whole ERROR line",
         case.what
     );
@@ -103,9 +113,12 @@ fn refused_by_runner(case: &Case) {
     let (head, message) = errors[0]
         .split_once(": open failed: ")
         .unwrap_or_else(|| panic!("{}: not an open failure: {}", case.what, errors[0]));
+    // The runner's own instance id: the prefix for id 0 without its id.
+    let table_tag = instance_prefix(0, case.config.as_ref()).replacen("fluss[0", "", 1);
     assert!(
-        head.starts_with("ERROR iggy_connector_sdk::container: plugin "),
-        "{}: {}",
+        head.starts_with("ERROR iggy_connector_sdk::container: fluss[")
+            && head.ends_with(&table_tag),
+        "{}: the line carries the instance prefix (ending {table_tag:?}): {}",
         case.what,
         errors[0]
     );

@@ -2,6 +2,10 @@
 //! shared one is never disturbed): a tablet server stopped and killed, the coordinator
 //! restarted, the whole cluster down for 30 s, and a log truncated past the saved offset
 //! under each `on_offset_out_of_range`.
+//!
+//! One file because the scenarios share the dedicated-cluster setup,
+//! the log-line waits and the replay checks at its top; the truncated-log tests add their
+//! expiring cluster halfway down, next to the three tests that use it.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

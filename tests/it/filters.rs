@@ -75,6 +75,12 @@ fn only_matching_rows_arrive_in_every_format_and_positions_pass_the_rest() {
         );
     }
 
+    // Each row's offset, as the JSON messages (one row each) name it.
+    let json_offsets: BTreeSet<(i32, i64, i64)> = json_rows
+        .acked
+        .iter()
+        .map(|m| (m.bucket, m.offset, m.payload["id"].as_i64().unwrap()))
+        .collect();
     // The saved positions are past the filtered-out tail: a restart delivers nothing, then
     // only new matching rows.
     let state = json_rows.close();
@@ -101,14 +107,29 @@ fn only_matching_rows_arrive_in_every_format_and_positions_pass_the_rest() {
     let mut ipc_ids = BTreeSet::new();
     for m in &ipc.acked {
         let batch = decode(m);
-        let column = batch
-            .column_by_name("id")
-            .and_then(|c| c.as_any().downcast_ref::<Int64Array>().cloned())
-            .expect("id column");
+        let column = |name: &str| {
+            batch
+                .column_by_name(name)
+                .and_then(|c| c.as_any().downcast_ref::<Int64Array>().cloned())
+                .unwrap_or_else(|| panic!("{name} column"))
+        };
+        let (offsets, column) = (column("_log_offset"), column("id"));
         assert!(
             column.iter().all(|id| id.is_some_and(expected)),
             "only matching rows in IPC batches"
         );
+        assert_eq!(
+            offsets.value(0),
+            m.offset,
+            "the first row's offset is the header's"
+        );
+        for (offset, id) in offsets.values().iter().zip(column.values()) {
+            assert!(
+                *id == 5_050 || json_offsets.contains(&(m.bucket, *offset, *id)),
+                "row {id} at offset {offset} of bucket {}: its `_log_offset` is its own",
+                m.bucket
+            );
+        }
         ipc_ids.extend(column.iter().flatten());
     }
     assert_eq!(ipc_ids, want);

@@ -35,12 +35,28 @@ pub fn raw_id() -> u32 {
 pub fn open_refused(config: &str, state: Option<&[u8]>) -> (u32, Vec<String>) {
     let id = raw_id();
     let code = harness().call_open(id, config, state);
-    let lines = error_lines(&format!("plugin {id}:"), 0);
+    let lines: Vec<String> = logs()
+        .into_iter()
+        .filter(|l| l.level == Level::Error && fluss_testkit::names_instance(&l.message, id))
+        .map(|l| l.message)
+        .collect();
     assert_ne!(
         code, 0,
         "open of plugin {id} should fail; ERROR lines: {lines:#?}"
     );
     (id, lines)
+}
+
+/// The prefix of every line the plugin logs about instance `id` opened with `config`:
+/// `fluss[<id> <db.table>]`, or `fluss[<id>]` when the config names no table.
+pub fn instance_prefix(id: u32, config: Option<&Value>) -> String {
+    let name = |key: &str| config.and_then(|c| c.get(key)).and_then(Value::as_str);
+    match (name("database"), name("table")) {
+        (Some(db), Some(table)) if !db.is_empty() && !table.is_empty() => {
+            format!("fluss[{id} {db}.{table}]")
+        }
+        _ => format!("fluss[{id}]"),
+    }
 }
 
 /// The ERROR lines this process logged that contain `needle`, leaving out the first `since`

@@ -2,6 +2,13 @@
 //! (snapshot rows, `op = "r"`), then their changelog. Replaying what arrives must give the
 //! table (compared with a lookup of every key), also when retention removed the head of the
 //! changelog, when rows are written during the snapshots, after Nacks, and per partition.
+//!
+//! One file because every test replays what arrives against a lookup of
+//! the table with the helpers at its top (the `full` config, replaying JSON and
+//! Arrow IPC into a table state, tables whose changelog head expired, KV snapshot offsets). The
+//! tests follow in three groups: what the snapshots deliver (a cut changelog, writes and Nacks,
+//! partitions, a bucket without a KV snapshot), restarts (kill -9, mid-snapshot, a snapshot gone
+//! by then) and faults (a leader killed, an unwritable `snapshot_dir`).
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

@@ -171,7 +171,7 @@ fn dropped_table_is_an_error_and_a_recreated_one_refuses_the_old_state() {
     assert_eq!(
         lines,
         vec![format!(
-            "plugin {id}: open failed: the saved state belongs to table {db}.{table} (id {old_id}), but {db}.{table} has id {new_id} (the table was dropped and re-created, or the connector now reads another table); delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`"
+            "fluss[{id} {db}.{table}]: open failed: the saved state belongs to table {db}.{table} (id {old_id}), but {db}.{table} has id {new_id} (the table was dropped and re-created, or the connector now reads another table); delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`"
         )],
         "one ERROR line naming both ids and the state file"
     );

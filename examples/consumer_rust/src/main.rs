@@ -1,16 +1,17 @@
 //! A consumer of the Fluss source connector's topic that applies every row exactly once and
-//! decodes Arrow IPC payloads without copying them (README "Consuming").
+//! decodes Arrow IPC payloads without copying them (docs/consuming.md).
 //!
 //! ```text
 //! fluss-iggy-consumer --stream fluss --topic orders --format arrow|json|debezium
-//!     [--server 127.0.0.1:8090] [--user iggy] [--password iggy] [--partition 0] [--key id]
+//!     [--server 127.0.0.1:8090] [--user iggy] [--password iggy] [--partition 0] [--key a,b]
 //!     [--stop-file FILE] [--result FILE]
 //! ```
 //!
 //! It polls the topic from its first message and prints a running count per poll on stderr:
 //! messages, rows held, repeats dropped. `arrow` keeps the rows of a log table as zero-copy
 //! slices of the received payloads; `json` keeps log rows; `debezium` keeps a primary-key
-//! table's current state per key. With `--stop-file` it stops at the first empty poll after
+//! table's current state per key, whose columns each message names in its `fluss_primary_key`
+//! header (`--key` names them for messages without it). With `--stop-file` it stops at the first empty poll after
 //! that file exists and writes the rows (or the state), the repeats it dropped and, for
 //! `arrow`, how each payload was decoded and the decode rate against arrow-ipc's
 //! `StreamReader` over the same bytes, as JSON to `--result` (or stdout).
@@ -23,10 +24,12 @@ mod ipc;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow_array::RecordBatch;
-use dedup::{BucketId, Deduplicator, MessageId};
+use arrow_array::{Array, ArrayRef, Int64Array, ListArray, MapArray, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use dedup::{BucketId, Deduplicator, MessageId, Positions};
 use iggy::prelude::*;
 use ipc::Decoded;
 use serde_json::{json, Value};
@@ -46,7 +49,7 @@ struct Args {
     topic: String,
     partition: u32,
     format: Format,
-    key: String,
+    key: Option<Vec<String>>,
     stop_file: Option<PathBuf>,
     result: Option<PathBuf>,
 }
@@ -83,7 +86,10 @@ fn args() -> Result<Args, String> {
             .parse()
             .map_err(|e| format!("--partition: {e}"))?,
         format,
-        key: take("key", Some("id"))?,
+        key: take("key", Some(""))
+            .ok()
+            .filter(|s| !s.is_empty())
+            .map(|s| s.split(',').map(str::to_owned).collect()),
         stop_file: take("stop-file", Some(""))
             .ok()
             .filter(|s| !s.is_empty())
@@ -109,9 +115,10 @@ enum Sink {
     },
     /// Log rows as JSON objects.
     Rows(Vec<Value>),
-    /// A primary-key table's current state: key (as JSON text) -> (bucket, row).
+    /// A primary-key table's current state: key (as JSON text) -> (bucket, row); the key
+    /// columns from `--key` or the first message's `fluss_primary_key` header.
     State {
-        key: String,
+        key: Option<Vec<String>>,
         state: BTreeMap<String, (BucketId, Value)>,
     },
 }
@@ -139,9 +146,22 @@ impl Sink {
                         message.header.offset
                     )
                 })?;
-                let seen = dedup.admit(id, batch.num_rows()).seen;
-                // A slice is a view: the rows not applied yet, still in the payload's bytes.
-                batches.push(batch.slice(seen, batch.num_rows() - seen));
+                let offsets = batch
+                    .column_by_name("_log_offset")
+                    .and_then(|column| column.as_any().downcast_ref::<Int64Array>());
+                let positions =
+                    Positions::of(&id, batch.num_rows(), offsets.map(|o| o.values().as_ref()));
+                let seen = dedup.admit(id, positions).seen;
+                // A slice is a view: the rows not applied yet, still in the payload's bytes;
+                // the rows of a log table without their positions.
+                let table_columns: Vec<usize> = (0..batch.num_columns())
+                    .filter(|i| batch.schema().field(*i).name() != "_log_offset")
+                    .collect();
+                let fresh = batch
+                    .slice(seen, batch.num_rows() - seen)
+                    .project(&table_columns)
+                    .map_err(|e| e.to_string())?;
+                batches.push(fresh);
                 payloads.push(message.payload.clone());
                 let name = match how {
                     Decoded::InPlace => "in_place",
@@ -151,20 +171,27 @@ impl Sink {
                 *decoded.entry(name).or_default() += 1;
             }
             Sink::Rows(rows) => {
-                if dedup.admit(id, 1).seen == 0 {
+                if dedup.admit(id, Positions::Consecutive(1)).seen == 0 {
                     rows.push(parse(message)?);
                 }
             }
             Sink::State { key, state } => {
-                let verdict = dedup.admit(id, 1);
+                let verdict = dedup.admit(id, Positions::Consecutive(1));
                 if verdict.new_snapshot {
                     state.retain(|_, (bucket, _)| *bucket != id.bucket);
                 }
                 if verdict.seen == 1 {
                     return Ok(());
                 }
+                let columns = match key {
+                    Some(columns) => columns,
+                    None => key.insert(primary_key(message)?),
+                };
                 let event = parse(message)?;
-                let key_of = |image: &Value| image[key.as_str()].to_string();
+                let key_of = |image: &Value| {
+                    Value::Array(columns.iter().map(|c| image[c.as_str()].clone()).collect())
+                        .to_string()
+                };
                 if event["op"] == "d" {
                     state.remove(&key_of(&event["before"]));
                 } else {
@@ -184,7 +211,9 @@ impl Sink {
             } => {
                 let mut writer = arrow_json::ArrayWriter::new(Vec::new());
                 for batch in &batches {
-                    writer.write(batch).map_err(|e| e.to_string())?;
+                    writer
+                        .write(&json_ready(batch)?)
+                        .map_err(|e| e.to_string())?;
                 }
                 writer.finish().map_err(|e| e.to_string())?;
                 let rows: Value = serde_json::from_slice(&writer.into_inner()).unwrap_or(json!([]));
@@ -196,6 +225,64 @@ impl Sink {
             }
         })
     }
+}
+
+/// `batch` as arrow-json writes it: a MAP column whose keys are not strings (which arrow-json
+/// refuses) as the list of its `{"key", "value"}` entries, as the connector's own JSON has it.
+/// The entries are the map's own buffers, not a copy.
+fn json_ready(batch: &RecordBatch) -> Result<RecordBatch, String> {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|column| match column.as_any().downcast_ref::<MapArray>() {
+            Some(map) if map.key_type() != &DataType::Utf8 => {
+                let entries = map.entries().clone();
+                let field = Arc::new(Field::new("entries", entries.data_type().clone(), false));
+                let list = ListArray::try_new(
+                    field,
+                    map.offsets().clone(),
+                    Arc::new(entries),
+                    map.nulls().cloned(),
+                )
+                .map_err(|e| e.to_string())?;
+                Ok(Arc::new(list) as ArrayRef)
+            }
+            _ => Ok(column.clone()),
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(field, column)| {
+            Field::new(
+                field.name(),
+                column.data_type().clone(),
+                field.is_nullable(),
+            )
+        })
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| e.to_string())
+}
+
+/// The key columns a message names in its `fluss_primary_key` header.
+fn primary_key(message: &IggyMessage) -> Result<Vec<String>, String> {
+    let headers = message
+        .user_headers_map()
+        .map_err(|e| format!("message {}: headers: {e}", message.header.offset))?
+        .unwrap_or_default();
+    let named = headers
+        .iter()
+        .find(|(key, _)| key.as_str().is_ok_and(|key| key == "fluss_primary_key"))
+        .and_then(|(_, value)| value.as_str().ok());
+    let named = named.ok_or_else(|| {
+        format!(
+            "message {}: no fluss_primary_key header names the key columns: set headers = \"all\" on the connector, or pass --key",
+            message.header.offset
+        )
+    })?;
+    Ok(named.split(',').map(str::to_owned).collect())
 }
 
 fn parse(message: &IggyMessage) -> Result<Value, String> {

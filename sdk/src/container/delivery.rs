@@ -87,9 +87,9 @@ impl BatchPolicy {
 
 /// The one line logged when the runtime Nacked `nacks` batches in a row and polling stops:
 /// the runtime's own lines say what failed, this one says what it means and how to recover.
-fn nack_storm(id: u32, nacks: u32) -> String {
+fn nack_storm(prefix: &str, nacks: u32) -> String {
     format!(
-        "plugin {id}: the runtime did not accept {nacks} batches in a row, so polling stops until the connector is restarted; nothing after the last accepted batch was acknowledged, so nothing is lost. Likely causes: the `[[streams]] schema` does not fit the payloads (the runtime logs \"Rejected source batch\" or \"Failed to decode message payload\"; raw payloads need `schema = \"raw\"`, JSON payloads declared as json need `schema = \"json\"`), or the Iggy server cannot be reached (the runtime logs \"Failed to send\"). Fix the cause, then restart the connector"
+        "{prefix}: the runtime did not accept {nacks} batches in a row, so polling stops until the connector is restarted; nothing after the last accepted batch was acknowledged, so nothing is lost. Likely causes: the `[[streams]] schema` does not fit the payloads (the runtime logs \"Rejected source batch\" or \"Failed to decode message payload\"; raw payloads need `schema = \"raw\"`, JSON payloads declared as json need `schema = \"json\"`), or the Iggy server cannot be reached (the runtime logs \"Failed to send\"). Fix the cause, then restart the connector"
     )
 }
 
@@ -164,12 +164,12 @@ fn prepare(shared: &Shared, batch: ProducedMessages) -> Option<Prepared> {
 /// A thread of the instance's own that calls the send callback for batches polled ahead.
 ///
 /// Not a task the poll loop spawns: such a task waits in its worker's LIFO slot, which no
-/// other worker steals, until the loop's poll awaits something not ready. A poll that
-/// encodes a whole batch without waiting (a KV snapshot's rows, read ahead) ran first and the
-/// runtime's decoding after it: one after the other, on one core. Not the blocking pool
-/// either: it may hand each call to another thread, each allocating the decoded messages from
-/// a malloc arena of its own, and the runtime process's peak RSS then grew with the length of
-/// the run (131 against 98 MiB over a 10,000,000-row snapshot).
+/// other worker steals, until the loop's poll awaits something not ready, so a poll that
+/// encodes a whole batch without waiting (a KV snapshot's rows, read ahead) would run before
+/// the runtime's decoding instead of beside it. Not the blocking pool either: it may hand each
+/// call to another thread, each allocating the decoded messages from a malloc arena of its
+/// own, and the runtime process's peak RSS would grow with the length of the run. One thread
+/// per instance keeps the runtime's allocations in one arena.
 struct SendThread {
     jobs: mpsc::Sender<Job>,
 }
@@ -238,8 +238,8 @@ fn send_batch(
         Ok(encoded) => encoded,
         Err(error) => {
             error!(
-                "plugin {}: batch {batch_id} rolled back: {}",
-                owner.id,
+                "{}: batch {batch_id} rolled back: {}",
+                owner.prefix,
                 chain(&error)
             );
             return None;
@@ -273,7 +273,7 @@ async fn deliver(
     };
     let shared = owner.as_ref();
     let stop = &mut stop;
-    let id = shared.id;
+    let prefix = &shared.prefix;
     let (code, encoded) = match call {
         Call::Returned(code, encoded) => (code, encoded),
         Call::Running(call) => match call.await {
@@ -286,7 +286,7 @@ async fn deliver(
         Some(0) => {}
         refused => {
             if let Some(code) = refused {
-                warn!("plugin {id}: runtime refused batch {batch_id} (send callback returned {code}); rolling back");
+                warn!("{prefix}: runtime refused batch {batch_id} (send callback returned {code}); rolling back");
             }
             return reclaim(shared, rx, refused.is_none()).await;
         }
@@ -314,7 +314,7 @@ async fn deliver(
         Waited::Stopped => reclaim(shared, rx, true).await,
         Waited::TimedOut => {
             warn!(
-                "plugin {id}: no result for batch {batch_id} within {:?}; treating it as Nack",
+                "{prefix}: no result for batch {batch_id} within {:?}; treating it as Nack",
                 shared.policy.result_timeout
             );
             reclaim(shared, rx, false).await
@@ -328,7 +328,7 @@ pub(super) async fn poll_loop<T: Source>(
     send: SendCallback,
     mut stop: watch::Receiver<bool>,
 ) -> T {
-    let id = shared.id;
+    let prefix = &shared.prefix;
     let policy = shared.policy.clone();
     let poll_ahead = source.poll_ahead();
     // Without its thread, the loop calls the send callback itself before it polls ahead.
@@ -336,7 +336,7 @@ pub(super) async fn poll_loop<T: Source>(
         .then(|| match SendThread::start(shared.clone(), send) {
             Ok(thread) => Some(thread),
             Err(error) => {
-                warn!("plugin {}: cannot start a thread to send batches from ({error}); sending from the polling task", shared.id);
+                warn!("{}: cannot start a thread to send batches from ({error}); sending from the polling task", shared.prefix);
                 None
             }
         })
@@ -365,7 +365,7 @@ pub(super) async fn poll_loop<T: Source>(
                 poll_failures = poll_failures.saturating_add(1);
                 let delay = policy.backoff(poll_failures);
                 error!(
-                    "plugin {id}: poll failed, retrying in {delay:?}: {}",
+                    "{prefix}: poll failed, retrying in {delay:?}: {}",
                     chain(&error)
                 );
                 if sleep_or_stop(delay, &mut stop).await {
@@ -398,7 +398,7 @@ pub(super) async fn poll_loop<T: Source>(
         let mut keep_polling = true;
         if let Err(error) = source.on_batch_result(outcome.result).await {
             error!(
-                "plugin {id}: on_batch_result({:?}) for batch {batch_id} failed; polling stops until the connector restarts: {}",
+                "{prefix}: on_batch_result({:?}) for batch {batch_id} failed; polling stops until the connector restarts: {}",
                 outcome.result,
                 chain(&error)
             );
@@ -407,15 +407,15 @@ pub(super) async fn poll_loop<T: Source>(
         match outcome.result {
             SourceBatchResult::Ack => {
                 nacks = 0;
-                debug!("plugin {id}: batch {batch_id} acknowledged ({count} messages)");
+                debug!("{prefix}: batch {batch_id} acknowledged ({count} messages)");
             }
             SourceBatchResult::Nack => {
                 // The source rolled back what it staged for the batch polled ahead too.
                 ahead = None;
                 nacks = nacks.saturating_add(1);
-                debug!("plugin {id}: batch {batch_id} not acknowledged ({nacks} in a row)");
+                debug!("{prefix}: batch {batch_id} not acknowledged ({nacks} in a row)");
                 if nacks >= policy.max_consecutive_nacks && !outcome.stopping {
-                    error!("{}", nack_storm(id, nacks));
+                    error!("{}", nack_storm(prefix, nacks));
                     keep_polling = false;
                 }
             }

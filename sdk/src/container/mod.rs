@@ -39,6 +39,8 @@ struct Pending {
 /// The part of an instance the loop and the FFI calls share.
 struct Shared {
     id: u32,
+    /// What every line about this instance starts with ([`Source::log_prefix`]).
+    prefix: String,
     policy: BatchPolicy,
     pending: Mutex<Option<Pending>>,
     /// `false` once close started; checked under the lock around every send callback
@@ -136,14 +138,16 @@ impl<T: Source> Container<T> {
     /// config bytes, 1 when the plugin's `open` failed. A failure leaves nothing behind.
     pub fn open(&self, id: u32, config: &[u8], state: Option<&[u8]>) -> i32 {
         let policy = BatchPolicy::from_env();
+        let prefix = T::log_prefix(id, &String::from_utf8_lossy(config));
         {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
             if slots.contains_key(&id) {
-                error!("plugin {id}: open refused: id {id} is already open. the runtime never reuses ids; check the caller");
+                error!("{prefix}: open refused: id {id} is already open. the runtime never reuses ids; check the caller");
                 return -1;
             }
             let shared = Arc::new(Shared {
                 id,
+                prefix: prefix.clone(),
                 policy,
                 pending: Mutex::new(None),
                 sending: Mutex::new(true),
@@ -164,7 +168,7 @@ impl<T: Source> Container<T> {
             Err(source) => {
                 self.remove(id);
                 let error = crate::error::Error::ConfigUtf8 { id, source };
-                error!("plugin {id}: open failed: {}", chain(&error));
+                error!("{prefix}: open failed: {}", chain(&error));
                 return -1;
             }
         };
@@ -178,12 +182,12 @@ impl<T: Source> Container<T> {
             Ok(Ok(source)) => source,
             Ok(Err(error)) => {
                 self.remove(id);
-                error!("plugin {id}: open failed: {}", chain(&error));
+                error!("{prefix}: open failed: {}", chain(&error));
                 return 1;
             }
             Err(error) => {
                 self.remove(id);
-                error!("plugin {id}: open failed: {}", chain(&error));
+                error!("{prefix}: open failed: {}", chain(&error));
                 return -1;
             }
         };
@@ -202,10 +206,11 @@ impl<T: Source> Container<T> {
             warn!("plugin {id}: handle refused: no open instance with this id");
             return -1;
         };
+        let prefix = slot.shared.prefix.clone();
         let runtime = match runtime::get() {
             Ok(runtime) => runtime,
             Err(error) => {
-                error!("plugin {id}: handle failed: {}", chain(&error));
+                error!("{prefix}: handle failed: {}", chain(&error));
                 return -1;
             }
         };
@@ -214,7 +219,7 @@ impl<T: Source> Container<T> {
             Phase::Idle(source) => source,
             other => {
                 *phase = other;
-                warn!("plugin {id}: handle refused: the instance is already running or closing");
+                warn!("{prefix}: handle refused: the instance is already running or closing");
                 return -1;
             }
         };
@@ -230,10 +235,10 @@ impl<T: Source> Container<T> {
                 }
                 Err(error) if error.is_panic() => {
                     let message = panic_message(error.into_panic().as_ref());
-                    error!("plugin {id}: panic in poll: {message}; the instance stops producing until restarted");
+                    error!("{prefix}: panic in poll: {message}; the instance stops producing until restarted");
                     shared.failed.store(true, Ordering::Release);
                 }
-                Err(_) => warn!("plugin {id}: poll loop cancelled"),
+                Err(_) => warn!("{prefix}: poll loop cancelled"),
             }
             // A panic can leave a batch registered; its result must now fail.
             drop(shared.take_pending());
@@ -258,11 +263,12 @@ impl<T: Source> Container<T> {
             );
             return -1;
         };
+        let prefix = &slot.shared.prefix;
         let (result, valid) = match code {
             0 => (SourceBatchResult::Ack, true),
             1 => (SourceBatchResult::Nack, true),
             other => {
-                warn!("plugin {id}: batch {batch_id}: result byte {other} is neither 0 (Ack) nor 1 (Nack); treating it as Nack");
+                warn!("{prefix}: batch {batch_id}: result byte {other} is neither 0 (Ack) nor 1 (Nack); treating it as Nack");
                 (SourceBatchResult::Nack, false)
             }
         };
@@ -276,13 +282,13 @@ impl<T: Source> Container<T> {
                 Some(awaiting) if awaiting.batch_id == batch_id => pending.take(),
                 Some(awaiting) => {
                     warn!(
-                        "plugin {id}: result for batch {batch_id} ignored: batch {} is awaiting its result",
+                        "{prefix}: result for batch {batch_id} ignored: batch {} is awaiting its result",
                         awaiting.batch_id
                     );
                     return -1;
                 }
                 None => {
-                    warn!("plugin {id}: result for batch {batch_id} ignored: no batch is awaiting a result (late after a timeout?)");
+                    warn!("{prefix}: result for batch {batch_id} ignored: no batch is awaiting a result (late after a timeout?)");
                     return -1;
                 }
             }
@@ -303,7 +309,7 @@ impl<T: Source> Container<T> {
             Ok(_) => -1,
             Err(_) => {
                 warn!(
-                    "plugin {id}: on_batch_result for batch {batch_id} did not finish within {:?}",
+                    "{prefix}: on_batch_result for batch {batch_id} did not finish within {:?}",
                     slot.shared.policy.hook_timeout
                 );
                 -1
@@ -320,12 +326,13 @@ impl<T: Source> Container<T> {
             return -1;
         };
         let policy = slot.shared.policy.clone();
+        let prefix = &slot.shared.prefix;
         let phase = {
             let mut phase = slot.phase.lock().unwrap_or_else(PoisonError::into_inner);
             match std::mem::replace(&mut *phase, Phase::Closing) {
                 busy @ (Phase::Opening | Phase::Closing) => {
                     *phase = busy;
-                    warn!("plugin {id}: close ignored: the instance is opening or already closing");
+                    warn!("{prefix}: close ignored: the instance is opening or already closing");
                     return -1;
                 }
                 other => other,
@@ -337,7 +344,7 @@ impl<T: Source> Container<T> {
                 let _ = stop.send(true);
                 if done.recv_timeout(policy.close_timeout).is_err() {
                     warn!(
-                        "plugin {id}: poll loop did not stop within {:?}; abandoning it",
+                        "{prefix}: poll loop did not stop within {:?}; abandoning it",
                         policy.close_timeout
                     );
                 }
@@ -360,16 +367,16 @@ impl<T: Source> Container<T> {
             }) {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
-                    error!("plugin {id}: close failed: {}", chain(&error));
+                    error!("{prefix}: close failed: {}", chain(&error));
                     code = -1;
                 }
                 Err(error) => {
-                    error!("plugin {id}: close failed: {}", chain(&error));
+                    error!("{prefix}: close failed: {}", chain(&error));
                     code = -1;
                 }
             }
         } else if slot.shared.failed.load(Ordering::Acquire) {
-            info!("plugin {id}: closed after a panic; the plugin's close was skipped");
+            info!("{prefix}: closed after a panic; the plugin's close was skipped");
         }
         self.remove(id);
         code

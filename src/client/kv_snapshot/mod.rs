@@ -7,63 +7,23 @@
 //! - [`latest`]: a bucket's latest snapshot (id and log offset);
 //! - [`lease`]: the lease that keeps its files on remote storage while it is read;
 //! - [`credentials`]: what an object store holding the files needs, from Fluss;
-//! - [`files`]: its files copied into a local directory, removed when dropped;
-//! - [`rows`]: those files opened read-only, decoded into Arrow batches by schema id;
-//! - [`compacted`]: values of the common column types decoded straight into Arrow;
-//! - [`versions`]: rows of each schema version shown in the newest (the other types);
-//! - [`ahead`]: the batches of [`rows`] read on a thread of their own, a bounded number ahead.
+//! - [`files`]: its files copied into a local directory, removed when dropped.
+//!
+//! Those local files are read by [`crate::snapshot_files`], which sends no request.
 
-pub mod ahead;
-pub mod compacted;
 pub mod credentials;
 pub mod files;
 pub mod latest;
 pub mod lease;
-pub mod rows;
-pub mod versions;
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow_array::RecordBatch;
 use fluss::metadata::RowType;
 use fluss::SnapshotId;
 
-use crate::error::Result;
 use crate::position::{BucketKey, Offset};
-
-/// Where a bucket's snapshot rows come from, a bounded batch at a time.
-pub trait RowBatches: Send + Sync {
-    /// The next rows (at most the reader's batch size), `None` once all were read.
-    fn next_batch(&mut self) -> Result<Option<RecordBatch>>;
-
-    /// Hands every batch in turn to `each` (then the end, or the error that stops it) until
-    /// `each` returns `false`: what a reader that keeps a position between batches does
-    /// faster than one [`RowBatches::next_batch`] at a time.
-    fn read_each(mut self: Box<Self>, each: &mut dyn FnMut(Result<Option<RecordBatch>>) -> bool) {
-        hand_each(|| self.next_batch(), each);
-    }
-
-    /// Takes back a batch it handed out, once nothing reads it any more: a reader on a thread
-    /// of its own ([`ahead::ReadAhead`]) frees it there. By default it is dropped here.
-    fn give_back(&mut self, batch: Arc<RecordBatch>) {
-        drop(batch);
-    }
-}
-
-/// Hands the batches of `next` to `each` until the end, an error, or `each` returns `false`.
-fn hand_each(
-    mut next: impl FnMut() -> Result<Option<RecordBatch>>,
-    each: &mut dyn FnMut(Result<Option<RecordBatch>>) -> bool,
-) {
-    loop {
-        let read = next();
-        let last = !matches!(read, Ok(Some(_)));
-        if !each(read) || last {
-            break;
-        }
-    }
-}
+use crate::snapshot_files::RowBatches;
 
 /// A bucket's snapshot, opened and ready to be handed over.
 pub struct Opened {
@@ -90,6 +50,9 @@ pub struct Opened {
     /// Rows (in key order) an earlier attempt at the same snapshot handed over, which `rows`
     /// skipped.
     pub skipped: u64,
+    /// The index the rows to come are numbered from: `skipped`, or with a `filter` the rows
+    /// of those the filter kept (see [`crate::encode::stamp::SnapshotIndex`]).
+    pub first_index: u64,
 }
 
 impl Opened {

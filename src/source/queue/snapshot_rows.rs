@@ -11,11 +11,12 @@ use fluss::record::{ChangeType, ScanRecord};
 use fluss::row::ColumnarRow;
 use fluss::SnapshotId;
 
-use crate::client::kv_snapshot::{Opened, RowBatches};
-use crate::encode::stamp::BucketStamp;
+use crate::client::kv_snapshot::Opened;
+use crate::encode::stamp::{BucketStamp, SnapshotIndex};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::position::{BucketKey, Offset, Resume};
+use crate::snapshot_files::RowBatches;
 
 /// Rows turned into records per encoder call: records are made from the current Arrow
 /// batch as they are encoded, so only this many exist at once (about 40 bytes each).
@@ -37,9 +38,16 @@ pub struct Snapshot {
     /// The next row of the current batch.
     next: usize,
     /// Snapshot rows (before the filter) read from batches before the current one.
-    base: u64,
+    read_before: u64,
     /// Snapshot rows (before the filter) in the current batch.
     batch_read: u64,
+    /// The index of the current batch's first row: rows before it the filter kept (all of
+    /// them without a filter). Rows are numbered among the kept ones, so the rows of every
+    /// message sit at consecutive indexes however a replay cuts them.
+    index_before: u64,
+    /// With a filter, where each kept row of the current batch was in it before the filter
+    /// (so a resume goes on right after the last row handed over); empty without one.
+    selected: Vec<u32>,
     taken_ms: i64,
     /// Reading the next batch failed: the snapshot cannot go on (see [`Snapshot::failure`]).
     failed: Option<Error>,
@@ -75,8 +83,12 @@ impl Snapshot {
         let taken_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
+        let numbering = match filter {
+            Some(_) => SnapshotIndex::Kept,
+            None => SnapshotIndex::Every,
+        };
         let mut snapshot = Self {
-            stamp: stamp.snapshot(opened.taken_at),
+            stamp: stamp.snapshot(opened.taken_at, numbering),
             snapshot_id: opened.snapshot_id,
             source: opened.rows,
             row_type: opened.row_type,
@@ -85,8 +97,10 @@ impl Snapshot {
             batch: None,
             rows: 0,
             next: 0,
-            base: opened.skipped,
+            read_before: opened.skipped,
             batch_read: 0,
+            index_before: opened.first_index,
+            selected: Vec::new(),
             taken_ms,
             failed: None,
             counts: (0, 0),
@@ -107,7 +121,8 @@ impl Snapshot {
     /// Reads batches until one holds a row the filter keeps, or the source is exhausted.
     fn refill(&mut self) -> Result<()> {
         while self.next >= self.rows {
-            self.base += self.batch_read;
+            self.read_before += self.batch_read;
+            self.index_before += self.rows as u64;
             self.batch_read = 0;
             self.row = None;
             if let Some(batch) = self.batch.take() {
@@ -133,17 +148,21 @@ impl Snapshot {
         Ok(())
     }
 
-    /// The rows of `batch` the filter keeps; `batch` itself is given back when they are a
-    /// new batch.
+    /// The rows of `batch` the filter keeps, noting where each was in it; `batch` itself is
+    /// given back when they are a new batch.
     fn keep(&mut self, batch: Arc<RecordBatch>) -> Result<Arc<RecordBatch>> {
         let Some(filter) = &self.filter else {
             return Ok(batch);
         };
-        let kept = filter
-            .retain(&batch)
-            .map_err(|cause| Error::FilterEval { cause });
+        let kept = filter.matches(&batch).and_then(|mask| {
+            self.selected.clear();
+            self.selected
+                .extend(mask.values().set_indices().map(|i| i as u32));
+            arrow_select::filter::filter_record_batch(&batch, &mask)
+        });
         self.source.give_back(batch);
         kept.map(Arc::new)
+            .map_err(|cause| Error::FilterEval { cause })
     }
 
     /// The stamp of its rows (snapshot ids and offsets).
@@ -151,16 +170,16 @@ impl Snapshot {
         &self.stamp
     }
 
-    /// The next rows to encode, as records whose offset is their index in the snapshot and
-    /// whose timestamp is when the snapshot was taken (all `+I`).
+    /// The next rows to encode, as records whose offset is their index in the snapshot (among
+    /// the rows the filter kept) and whose timestamp is when the snapshot was taken (all `+I`).
     pub fn chunk(&self) -> Vec<ScanRecord> {
         let Some(row) = &self.row else {
             return Vec::new();
         };
         let end = self.rows.min(self.next + CHUNK_ROWS);
-        // The snapshot row's index, counted before the filter at batch granularity: the same
-        // for every attempt at the same snapshot, so message ids repeat exactly on a resume.
-        let base = self.base as i64;
+        // The same for every attempt at the same snapshot with the same filter, so message ids
+        // repeat exactly on a resume.
+        let base = self.index_before as i64;
         (self.next..end)
             .map(|index| {
                 let mut row = row.clone();
@@ -206,23 +225,31 @@ impl Snapshot {
 
     /// Snapshot rows (before the filter) read up to the end of the current batch.
     pub fn read_through_batch(&self) -> u64 {
-        self.base + self.batch_read
+        self.read_before + self.batch_read
     }
 
-    /// Where a later attempt goes on once what was handed over so far is acknowledged: after
-    /// the last row handed over, so a restart repeats only the batch in flight. With a
-    /// `filter`, after the read batches handed over whole (the current one comes again): a
-    /// row's index within the kept rows of its read batch is part of its message id, and only
-    /// a resume at a read batch's start reads the same batches again. `None` for rows that do
-    /// not come from a KV snapshot, or before anything was handed over.
+    /// Where a later attempt goes on once what was handed over so far is acknowledged: right
+    /// after the last row handed over, so a restart repeats only the batch in flight, numbering
+    /// the rows to come as this attempt would have. `None` for rows that do not come from a KV
+    /// snapshot, or before anything was read past.
     pub fn resume(&self) -> Option<Resume> {
         let snapshot = self.snapshot_id?;
-        let rows = match self.filter {
-            // Unfiltered, a row's index in its batch is its index in the snapshot less `base`.
-            None if self.row.is_some() => self.base + self.next as u64,
-            _ => self.base,
+        let handed = if self.row.is_some() { self.next } else { 0 };
+        let within = match (&self.filter, handed) {
+            (_, 0) => 0,
+            (None, n) => n as u64,
+            (Some(_), n) => u64::from(self.selected[n - 1]) + 1,
         };
-        (rows > 0).then_some(Resume { snapshot, rows })
+        let rows = self.read_before + within;
+        let kept = self
+            .filter
+            .is_some()
+            .then_some(self.index_before + handed as u64);
+        (rows > 0).then_some(Resume {
+            snapshot,
+            rows,
+            kept,
+        })
     }
 
     /// The offset its bucket's changelog continues at.
@@ -280,6 +307,7 @@ pub(crate) mod tests {
             exact: true,
             disk_bytes: 0,
             skipped: 0,
+            first_index: 0,
         }
     }
 
@@ -337,7 +365,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_resume_goes_on_after_the_last_row_handed_over_and_at_a_batch_start_with_a_filter() {
+    fn a_resume_goes_on_after_the_last_row_handed_over() {
         let with_id = || {
             let mut opened = opened_in(10, 4, 7);
             opened.snapshot_id = Some(3);
@@ -350,7 +378,8 @@ pub(crate) mod tests {
             snap.resume(),
             Some(Resume {
                 snapshot: 3,
-                rows: 3
+                rows: 3,
+                kept: None
             })
         );
         snap.advance(1);
@@ -359,7 +388,8 @@ pub(crate) mod tests {
             snap.resume(),
             Some(Resume {
                 snapshot: 3,
-                rows: 6
+                rows: 6,
+                kept: None
             })
         );
         while !snap.is_done() {
@@ -370,33 +400,111 @@ pub(crate) mod tests {
             snap.resume(),
             Some(Resume {
                 snapshot: 3,
-                rows: 10
+                rows: 10,
+                kept: None
             })
         );
+    }
 
-        let stamp = Stamper::new(1, "db.t", HeaderSet::ALL)
-            .unwrap()
-            .bucket(BucketKey::bucket(0), None)
-            .unwrap();
+    /// A filter of the `id` column of [`opened_in`]'s rows.
+    fn id_filter(text: &str) -> Filter {
         let fields = [fluss::metadata::DataField::new(
             "id",
             DataTypes::bigint(),
             None,
         )];
-        let text = crate::filter::FilterText::parse("id >= 0").unwrap();
-        let filter = Filter::new(&text, &fields, &fields, false).unwrap();
-        let mut filtered = Snapshot::new(&stamp, with_id(), Some(filter)).unwrap();
-        filtered.advance(3);
-        assert_eq!(filtered.resume(), None, "the first read batch is not done");
-        filtered.advance(1);
-        filtered.advance(2);
-        assert_eq!(
-            filtered.resume(),
+        let text = crate::filter::FilterText::parse(text).unwrap();
+        Filter::new(&text, &fields, &fields, false).unwrap()
+    }
+
+    /// Hands `snap` over a row at a time: each row's (id, index) and the resume after it.
+    fn one_by_one(mut snap: Snapshot) -> Vec<((i64, i64), Option<Resume>)> {
+        use fluss::row::DataGetters;
+        let mut steps = Vec::new();
+        while !snap.is_done() {
+            let record = snap.chunk()[0].clone();
+            snap.advance(1);
+            steps.push((
+                (record.row().get_long(0).unwrap(), record.offset()),
+                snap.resume(),
+            ));
+        }
+        steps
+    }
+
+    #[test]
+    fn filtered_rows_are_numbered_among_the_kept_ones_and_resume_right_after_the_last() {
+        let stamp = Stamper::new(1, "db.t", HeaderSet::ALL)
+            .unwrap()
+            .bucket(BucketKey::bucket(0), None)
+            .unwrap();
+        let with_id = |skip: i64, first_index: u64| {
+            let mut opened = opened_in(10, 4, 7);
+            opened.snapshot_id = Some(3);
+            // What a resume past `skip` rows reads: the same batches, less those rows.
+            opened.rows = Box::new(Batches(
+                (0..10)
+                    .step_by(4)
+                    .map(|start: i64| {
+                        let ids = start.max(skip)..(start + 4).min(10);
+                        RecordBatch::try_new(
+                            Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)])),
+                            vec![Arc::new(Int64Array::from_iter_values(ids))],
+                        )
+                        .unwrap()
+                    })
+                    .filter(|b| b.num_rows() > 0)
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            ));
+            opened.skipped = skip as u64;
+            opened.first_index = first_index;
+            opened
+        };
+        let filter = || Some(id_filter("id IN (1, 2, 5, 9)"));
+        let snap = Snapshot::new(&stamp, with_id(0, 0), filter()).unwrap();
+        assert_eq!(snap.stamp().snapshot_offset(), Some(7));
+        let resume = |rows, kept| {
             Some(Resume {
                 snapshot: 3,
-                rows: 4
-            }),
-            "at the start of the read batch being handed over"
+                rows,
+                kept: Some(kept),
+            })
+        };
+        assert_eq!(
+            one_by_one(snap),
+            [
+                ((1, 0), resume(2, 1)),
+                ((2, 1), resume(4, 2)),
+                ((5, 2), resume(8, 3)),
+                ((9, 3), resume(10, 4)),
+            ],
+            "consecutive indexes; a resume right after the last row handed over"
+        );
+        // A resume after row 1 (2 rows read past, 1 kept) numbers the rest as the first did.
+        let resumed = Snapshot::new(&stamp, with_id(2, 1), filter()).unwrap();
+        assert_eq!(
+            one_by_one(resumed)
+                .into_iter()
+                .map(|(row, _)| row)
+                .collect::<Vec<_>>(),
+            [(2, 1), (5, 2), (9, 3)]
+        );
+        let ids = |snap: &Snapshot| {
+            let id = snap
+                .stamp()
+                .clone()
+                .row(0, 0, None, 1, Vec::new())
+                .id
+                .unwrap();
+            id >> 126
+        };
+        let unfiltered = Snapshot::new(&stamp, with_id(0, 0), None).unwrap();
+        let filtered = Snapshot::new(&stamp, with_id(0, 0), filter()).unwrap();
+        assert_eq!(
+            (ids(&unfiltered), ids(&filtered)),
+            (0b10, 0b11),
+            "the layout says how the rows are numbered"
         );
     }
 

@@ -153,6 +153,18 @@ impl ConnectorsRuntime {
         self.process = Some(Process::spawn("iggy-connectors", command, &self.log_path()));
     }
 
+    /// Writes `connector`'s file anew: the runtime reads it at its next start (an operator
+    /// changing a connector's settings between restarts).
+    pub fn rewrite(&self, connector: &SourceConnector) {
+        write(
+            &self
+                .dir
+                .join("connectors")
+                .join(format!("{}.toml", connector.key)),
+            &connector.to_toml(),
+        );
+    }
+
     /// Starts the runtime again with the same config and state dir (stopping it first with
     /// SIGINT if it still runs).
     pub fn restart(&mut self) {

@@ -8,7 +8,7 @@ pub mod continuous;
 
 use std::time::Duration;
 
-use fluss::client::FlussConnection;
+use fluss::client::{AppendWriter, FlussConnection, FlussTable, UpsertWriter, WriteResultFuture};
 use fluss::metadata::TablePath;
 use fluss::row::GenericRow;
 
@@ -23,19 +23,65 @@ pub async fn append_rows<'a>(
     path: &TablePath,
     rows: impl IntoIterator<Item = GenericRow<'a>>,
 ) -> usize {
+    write_all::<AppendWriter, _>(connection, path, rows).await
+}
+
+/// A fluss-rs writer as the helpers here drive it: opened on a table, one write per item,
+/// then a flush.
+trait Writer<T>: Sized {
+    /// What the writer does, for panic messages ("append", "upsert").
+    const KIND: &'static str;
+    fn open(table: &FlussTable<'_>) -> fluss::error::Result<Self>;
+    fn write(&self, item: &T) -> fluss::error::Result<WriteResultFuture>;
+    fn flush(&self) -> impl std::future::Future<Output = fluss::error::Result<()>>;
+}
+
+impl<'a> Writer<GenericRow<'a>> for AppendWriter {
+    const KIND: &'static str = "append";
+    fn open(table: &FlussTable<'_>) -> fluss::error::Result<Self> {
+        table.new_append()?.create_writer()
+    }
+    fn write(&self, row: &GenericRow<'a>) -> fluss::error::Result<WriteResultFuture> {
+        self.append(row)
+    }
+    fn flush(&self) -> impl std::future::Future<Output = fluss::error::Result<()>> {
+        AppendWriter::flush(self)
+    }
+}
+
+impl<'a> Writer<Change<'a>> for UpsertWriter {
+    const KIND: &'static str = "upsert";
+    fn open(table: &FlussTable<'_>) -> fluss::error::Result<Self> {
+        table.new_upsert()?.create_writer()
+    }
+    fn write(&self, change: &Change<'a>) -> fluss::error::Result<WriteResultFuture> {
+        match change {
+            Change::Upsert(row) => self.upsert(row),
+            Change::Delete(row) => self.delete(row),
+        }
+    }
+    fn flush(&self) -> impl std::future::Future<Output = fluss::error::Result<()>> {
+        UpsertWriter::flush(self)
+    }
+}
+
+/// Writes `items` in order through one new `W` on the table `path`, then flushes: every row
+/// acknowledged (see [`Acks`]). Returns how many were written.
+async fn write_all<W: Writer<T>, T>(
+    connection: &FlussConnection,
+    path: &TablePath,
+    items: impl IntoIterator<Item = T>,
+) -> usize {
     let table = connection
         .get_table(path)
         .await
         .unwrap_or_else(|e| panic!("get_table {path}: {e}"));
-    let writer = table
-        .new_append()
-        .and_then(|append| append.create_writer())
-        .unwrap_or_else(|e| panic!("append writer for {path}: {e}"));
+    let writer = W::open(&table).unwrap_or_else(|e| panic!("{} writer for {path}: {e}", W::KIND));
     let mut acks = Acks::new(path);
-    for row in rows {
+    for item in items {
         let ack = writer
-            .append(&row)
-            .unwrap_or_else(|e| panic!("append row {} to {path}: {e}", acks.count));
+            .write(&item)
+            .unwrap_or_else(|e| panic!("{} row {} to {path}: {e}", W::KIND, acks.count));
         acks.push(ack).await;
     }
     flush(path, writer.flush()).await;
@@ -48,7 +94,7 @@ pub async fn append_rows<'a>(
 /// refusal panics with the row's number and cause instead of the row going missing.
 struct Acks<'p> {
     path: &'p TablePath,
-    pending: std::collections::VecDeque<(usize, fluss::client::WriteResultFuture)>,
+    pending: std::collections::VecDeque<(usize, WriteResultFuture)>,
     count: usize,
 }
 
@@ -64,7 +110,7 @@ impl<'p> Acks<'p> {
         }
     }
 
-    async fn push(&mut self, ack: fluss::client::WriteResultFuture) {
+    async fn push(&mut self, ack: WriteResultFuture) {
         self.pending.push_back((self.count, ack));
         self.count += 1;
         if self.pending.len() > ACKS_IN_FLIGHT {
@@ -74,7 +120,7 @@ impl<'p> Acks<'p> {
         }
     }
 
-    async fn check(&self, row: usize, ack: fluss::client::WriteResultFuture) {
+    async fn check(&self, row: usize, ack: WriteResultFuture) {
         let path = self.path;
         match tokio::time::timeout(FLUSH_TIMEOUT, ack).await {
             Ok(Ok(())) => {}
@@ -128,25 +174,7 @@ pub async fn write_changes<'a>(
     path: &TablePath,
     changes: impl IntoIterator<Item = Change<'a>>,
 ) -> usize {
-    let table = connection
-        .get_table(path)
-        .await
-        .unwrap_or_else(|e| panic!("get_table {path}: {e}"));
-    let writer = table
-        .new_upsert()
-        .and_then(|upsert| upsert.create_writer())
-        .unwrap_or_else(|e| panic!("upsert writer for {path}: {e}"));
-    let mut acks = Acks::new(path);
-    for change in changes {
-        let queued = match &change {
-            Change::Upsert(row) => writer.upsert(row),
-            Change::Delete(row) => writer.delete(row),
-        };
-        let ack = queued.unwrap_or_else(|e| panic!("write row {} to {path}: {e}", acks.count));
-        acks.push(ack).await;
-    }
-    flush(path, writer.flush()).await;
-    acks.all().await
+    write_all::<UpsertWriter, _>(connection, path, changes).await
 }
 
 /// Waits until the tablet servers accept writes of `path`'s newest schema. After an `ALTER

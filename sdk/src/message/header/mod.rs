@@ -4,17 +4,9 @@
 //!
 //! Header types are our own instead of `iggy_common`'s `HeaderKey`/`HeaderValue`:
 //! they encode byte-identically (`tests/abi_vectors.rs` checks every upstream vector)
-//! and cost almost nothing to build. Measured on this machine (2 cores shared with other
-//! builds, `nice`, `cargo build --release` from an empty target dir, a scratch cdylib that
-//! postcard-encodes one header map with each set of types):
-//!
-//! | header types | crates | build wall / user CPU | cdylib (stripped) |
-//! |---|---|---|---|
-//! | own: serde, postcard, bytes, base64 | 18 | 14 s / 11 s | 437,000 B (335,512 B) |
-//! | `iggy_common 0.11.1-edge.10` | 203 | 250 s / 211 s | 437,488 B (335,824 B) |
-//!
-//! The library size is a wash (the linker drops what is unused), but `iggy_common` adds
-//! ~185 crates and ~200 s of CPU to a clean build, so the SDK keeps its own types.
+//! and cost almost nothing to build: `iggy_common` would bring about 185 crates into a clean
+//! build (its transports and their dependencies) and nothing to the library, whose linker
+//! drops what is unused, so the SDK keeps its own types.
 //!
 //! Storage is cheap on purpose: a plugin builds several headers per message at over a
 //! million messages a second. Values up to [`INLINE_CAPACITY`] bytes (every numeric kind,

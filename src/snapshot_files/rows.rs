@@ -6,8 +6,8 @@
 //!
 //! Read through [`RowBatches::read_each`] (as the read-ahead thread does), one iterator goes
 //! over the whole bucket. A new iterator per batch would seek past the last key in every
-//! file of the snapshot and read ahead from there again: with 1,000-row batches that was a
-//! 2 MiB read per file and batch, copied into fresh pages, for 20 KB of rows.
+//! file of the snapshot and read ahead from there again, per file and batch, reading and
+//! copying far more bytes than the batch's rows hold.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,9 +18,9 @@ use fluss::record::{to_arrow_schema, RowAppendRecordBatchBuilder};
 use rocksdb::{DBRawIterator, Options, DB};
 
 use super::compacted::{Direct, Refused};
-use super::files::LocalCopy;
 use super::versions::Versions;
 use super::{hand_each, RowBatches};
+use crate::client::kv_snapshot::files::LocalCopy;
 use crate::client::table::Table;
 use crate::error::{Error, Result};
 use crate::position::BucketKey;

@@ -3,9 +3,9 @@
 //! allocation per row (as arrow-json's writer picks an encoder per column).
 //!
 //! fluss-rs's decoder ([`super::versions`]) builds a `GenericRow` (a `Vec` of `Datum`s) per
-//! value and appends it to Arrow through `dyn InternalRow`: about 2,500 instructions per row of
-//! the benches' table, against about 530 here (callgrind, BENCHMARKS.md "Snapshots from KV
-//! snapshot files"). It stays the decoder of the types not listed in [`Kind`] (decimals,
+//! value and appends it to Arrow through `dyn InternalRow`, several times the instructions per
+//! row of this decoder (`benches/kv_read.rs` counts the reader's; BENCHMARKS.md, "The KV
+//! snapshot reader"). It stays the decoder of the types not listed in [`Kind`] (decimals,
 //! times, timestamps, fixed-length binaries, arrays, maps, rows) and of other KV formats.
 //!
 //! The layout, as Fluss's `CompactedRowWriter` writes it: a null bit per field (bit set =

@@ -1,12 +1,18 @@
 //! Open-time wiring: the parts `open` builds from the configuration and the resolved table
-//! (the filter and its pushdown, the encoder, the batch schema) and the open line's summary.
+//! (the filter and its pushdown, the encoder, the batch schema) and the open line's summary;
+//! [`runtime_json`]: the check of the configuration against what the runtime's handling of
+//! JSON payloads keeps (at open, and again when the table's schema changes).
+
+pub mod runtime_json;
 
 use iggy_connector_sdk::Schema;
 
 use crate::client::table::Table;
 use crate::config::options::{Choice, PayloadFormat, PayloadSchema};
 use crate::config::Config;
-use crate::encode::{cdc::ChangeMessages, ipc::IpcMessages, rows::RowMessages, Encoder};
+use crate::encode::cdc::ChangeMessages;
+use crate::encode::ipc::{IpcMessages, Leading};
+use crate::encode::{rows::RowMessages, Encoder};
 use crate::error::Result;
 use crate::filter::{pushdown, Filter};
 use crate::metrics::{Labels, Metrics};
@@ -92,7 +98,7 @@ pub(super) fn summary(config: &Config, table: &Table, partitions: usize) -> Stri
 pub(super) fn encoder(config: &Config, table: &Table) -> Result<Box<dyn Encoder>> {
     Ok(if config.payload_format == PayloadFormat::ArrowIpc {
         Box::new(IpcMessages::new(
-            table.primary_key,
+            Leading::of(table.primary_key, config.filter.is_some()),
             table.schemas.clone(),
             config.arrow_ipc_compression,
             config.max_batch_bytes,

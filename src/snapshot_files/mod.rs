@@ -1,0 +1,52 @@
+//! A bucket's KV snapshot read from its local copy (made by
+//! [`crate::client::kv_snapshot::files`]): no request to the cluster, only RocksDB files on
+//! local disk, decoded into Arrow batches of the scanned columns.
+//!
+//! - [`rows`]: the files opened read-only, decoded into Arrow batches by schema id;
+//! - [`compacted`]: values of the common column types decoded straight into Arrow;
+//! - [`versions`]: rows of each schema version shown in the newest (the other types);
+//! - [`ahead`]: the batches of [`rows`] read on a thread of their own, a bounded number ahead.
+
+pub mod ahead;
+pub mod compacted;
+pub mod rows;
+pub mod versions;
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+
+use crate::error::Result;
+
+/// Where a bucket's snapshot rows come from, a bounded batch at a time.
+pub trait RowBatches: Send + Sync {
+    /// The next rows (at most the reader's batch size), `None` once all were read.
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>>;
+
+    /// Hands every batch in turn to `each` (then the end, or the error that stops it) until
+    /// `each` returns `false`: what a reader that keeps a position between batches does
+    /// faster than one [`RowBatches::next_batch`] at a time.
+    fn read_each(mut self: Box<Self>, each: &mut dyn FnMut(Result<Option<RecordBatch>>) -> bool) {
+        hand_each(|| self.next_batch(), each);
+    }
+
+    /// Takes back a batch it handed out, once nothing reads it any more: a reader on a thread
+    /// of its own ([`ahead::ReadAhead`]) frees it there. By default it is dropped here.
+    fn give_back(&mut self, batch: Arc<RecordBatch>) {
+        drop(batch);
+    }
+}
+
+/// Hands the batches of `next` to `each` until the end, an error, or `each` returns `false`.
+fn hand_each(
+    mut next: impl FnMut() -> Result<Option<RecordBatch>>,
+    each: &mut dyn FnMut(Result<Option<RecordBatch>>) -> bool,
+) {
+    loop {
+        let read = next();
+        let last = !matches!(read, Ok(Some(_)));
+        if !each(read) || last {
+            break;
+        }
+    }
+}
