@@ -77,7 +77,11 @@ mkdir -p "$link/static-cxx"
 ln -sfn "$cxx_lib" "$link/static-cxx/libstdc++.a"
 compat=$link/glibc-compat-$(sha256sum scripts/release-glibc-compat.c | cut -c1-16).o
 [ -f "$compat" ] || cc -O2 -fPIC -Wall -Werror -c scripts/release-glibc-compat.c -o "$compat"
-say "building $name (the first build in target/artifact compiles every dependency and RocksDB)"
+if [ -d "$target_dir/artifact/release" ]; then
+  say "building $name"
+else
+  say "building $name (this first build in target/artifact compiles every dependency and RocksDB)"
+fi
 (
   cd "$work"
   env -u ROCKSDB_LIB_DIR -u ROCKSDB_STATIC -u ROCKSDB_INCLUDE_DIR -u SNAPPY_LIB_DIR -u LZ4_LIB_DIR \
