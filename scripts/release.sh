@@ -12,11 +12,12 @@
 #    about 700 CPU-seconds (docs/install.md). The build has a target directory of its own
 #    (target/artifact), kept between runs, and the version comes from `cargo metadata`.
 # 2. Packs dist/iggy_connector_fluss_source-<version>-linux-<arch>.tar.gz: one directory of that
-#    name holding the `.so`, LICENSE, README.md, docs/, config.toml, example_config/ and
-#    SHA256SUMS (of those files); dist/<archive>.sha256 beside it is for `sha256sum -c`.
+#    name holding the `.so`, LICENSE, README.md, CHANGELOG.md, docs/, config.toml,
+#    example_config/ and SHA256SUMS (of those files); dist/<archive>.sha256 beside it is for
+#    `sha256sum -c`.
 # 3. Smoke test of the unpacked archive's `.so`, which FLUSS_PLUGIN_LIBRARY names to the test
-#    suites (built as scripts/test.sh builds them): tests/artifact.rs (no shared library beyond
-#    the C runtime, the glibc docs/install.md names), tests/symbols.rs (the five symbols, it
+#    suites (built as scripts/test.sh builds them): tests/artifact.rs (the files, no shared
+#    library beyond the C runtime, the glibc docs/install.md names), tests/symbols.rs (the five symbols, it
 #    loads), then `iggy-connectors` from IGGY_BIN_DIR loading it against a local Fluss cluster:
 #    a log table as JSON through a restart of the runtime, as Arrow IPC, and a primary-key
 #    table's KV snapshot (tests/runtime). It needs what scripts/test-runtime.sh needs:
@@ -76,7 +77,11 @@ mkdir -p "$link/static-cxx"
 ln -sfn "$cxx_lib" "$link/static-cxx/libstdc++.a"
 compat=$link/glibc-compat-$(sha256sum scripts/release-glibc-compat.c | cut -c1-16).o
 [ -f "$compat" ] || cc -O2 -fPIC -Wall -Werror -c scripts/release-glibc-compat.c -o "$compat"
-say "building $name (the first build in target/artifact compiles every dependency and RocksDB)"
+if [ -d "$target_dir/artifact/release" ]; then
+  say "building $name"
+else
+  say "building $name (this first build in target/artifact compiles every dependency and RocksDB)"
+fi
 (
   cd "$work"
   env -u ROCKSDB_LIB_DIR -u ROCKSDB_STATIC -u ROCKSDB_INCLUDE_DIR -u SNAPPY_LIB_DIR -u LZ4_LIB_DIR \
@@ -93,7 +98,7 @@ library=$target_dir/artifact/release/lib$package.so
 stage=$work/stage/$name
 mkdir -p "$stage" "$dist"
 rm -f "$archive" "$archive.sha256"
-cp "$library" LICENSE README.md config.toml "$stage/"
+cp "$library" LICENSE README.md CHANGELOG.md config.toml "$stage/"
 cp -r docs example_config "$stage/"
 (cd "$stage" && find . -type f -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"$work/sums")
 mv "$work/sums" "$stage/SHA256SUMS"

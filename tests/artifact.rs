@@ -1,7 +1,8 @@
-//! The release artifact's library (scripts/release.sh names it in `FLUSS_PLUGIN_LIBRARY`) loads
-//! on any glibc Linux at or above the glibc docs/install.md names: it needs no shared library
-//! beyond the C runtime (RocksDB, its compression libraries and libstdc++ are linked in), no
-//! newer glibc symbol than that one, and no text relocations.
+//! The release artifact's library (scripts/release.sh names it in `FLUSS_PLUGIN_LIBRARY`, in the
+//! unpacked archive) loads on any glibc Linux at or above the glibc docs/install.md names: it
+//! needs no shared library beyond the C runtime (RocksDB, its compression libraries and
+//! libstdc++ are linked in), no newer glibc symbol than that one, and no text relocations; the
+//! archive holds the docs and example configs beside it.
 //!
 //! `test = false`: the suites' own build links the system's RocksDB; scripts/release.sh runs
 //! this file against the artifact, `cargo test --release --test artifact` with the variable set.
@@ -102,6 +103,39 @@ fn documented_glibc() -> Vec<u32> {
         .take_while(|c| c.is_ascii_digit() || *c == '.')
         .collect();
     version_numbers(number.trim_end_matches('.'))
+}
+
+/// What the archive's directory holds beside the library (docs/install.md lists it).
+const BESIDE_THE_LIBRARY: [&str; 8] = [
+    "CHANGELOG.md",
+    "LICENSE",
+    "README.md",
+    "SHA256SUMS",
+    "config.toml",
+    "docs/install.md",
+    "example_config/config.toml",
+    "example_config/connectors",
+];
+
+#[test]
+fn the_archive_holds_the_docs_and_the_example_configs() {
+    let lib = artifact();
+    let dir = lib.parent().expect("the archive's directory");
+    let missing: Vec<&str> = BESIDE_THE_LIBRARY
+        .into_iter()
+        .filter(|name| !dir.join(name).exists())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} lacks {missing:?} (scripts/release.sh packs them)",
+        dir.display()
+    );
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).expect("SHA256SUMS");
+    assert!(
+        sums.lines()
+            .any(|l| l.ends_with(" libiggy_connector_fluss_source.so")),
+        "SHA256SUMS covers the library:\n{sums}"
+    );
 }
 
 #[test]
