@@ -38,11 +38,13 @@ nonroot_quickstart_start() {
   mkdir -p "$out"
   id -u "$NONROOT_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$NONROOT_USER"
   home=$(getent passwd "$NONROOT_USER" | cut -d: -f6)
-  rm -rf "${home:?}/clone"
-  git clone --quiet --no-hardlinks "$PWD" "$home/clone"
-  mkdir -p "$home/clone/target/release"
-  cp -a target/release/build target/release/deps target/release/.fingerprint "$home/clone/target/release/"
-  chown -R "$NONROOT_USER:" "$home/clone"
+  # A clone of its own per run: an earlier run's (or another process's) clone is never in the way.
+  rm -rf "${home:?}"/clone-* 2>/dev/null || true
+  NONROOT_CLONE="$home/clone-$$-$(date +%s)"
+  git clone --quiet --no-hardlinks "$PWD" "$NONROOT_CLONE"
+  mkdir -p "$NONROOT_CLONE/target/release"
+  cp -a target/release/build target/release/deps target/release/.fingerprint "$NONROOT_CLONE/target/release/"
+  chown -R "$NONROOT_USER:" "$NONROOT_CLONE"
   nonroot_allow_traverse "$cargo_home/bin"
   nonroot_allow_traverse "$rustup_home/toolchains"
   (
@@ -50,7 +52,8 @@ nonroot_quickstart_start() {
     set +e
     runuser -u "$NONROOT_USER" -- env -i HOME="$home" USER="$NONROOT_USER" LANG=C.UTF-8 \
       PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" CARGO_HOME="$cargo_home" \
-      RUSTUP_HOME="$rustup_home" bash -c 'cd ~/clone && exec scripts/quickstart.sh --messages 3' \
+      RUSTUP_HOME="$rustup_home" CLONE="$NONROOT_CLONE" \
+      bash -c 'cd "$CLONE" && exec scripts/quickstart.sh --messages 3' \
       </dev/null >"$out/stdout" 2>"$out/stderr"
     echo $? >"$out/status.part"
     echo $(($(date +%s) - started)) >"$out/seconds"
@@ -78,9 +81,8 @@ nonroot_quickstart_check() {
 }
 
 nonroot_quickstart_clean() {
-  local home dir
-  home=$(getent passwd "$NONROOT_USER" | cut -d: -f6)
-  if [ -n "$home" ]; then rm -rf "$home/clone"; fi
+  local dir
+  if [ -n "${NONROOT_CLONE:-}" ]; then rm -rf "$NONROOT_CLONE" || true; fi
   for dir in "${NONROOT_TRAVERSED[@]}"; do chmod o-x "$dir"; done
   NONROOT_TRAVERSED=()
 }
