@@ -15,10 +15,15 @@
 #   nonroot_quickstart_check DIR   waits for it; fails (status 1) unless it exited 0 and printed
 #                                  at least 3 messages of each demo table
 #   nonroot_quickstart_clean       removes the clone and restores the directories' modes
+#
+# Each run has a clone of its own (CI runs on one machine may overlap); the modes are restored
+# by the last run of the user only.
 
 NONROOT_USER=${NONROOT_USER:-fluss-quickstart}
 # Directories given o+x for the run, restored by nonroot_quickstart_clean.
 NONROOT_TRAVERSED=()
+# This run's clone, in the user's home.
+NONROOT_CLONE=
 
 # Lets every user pass through each directory above PATH that does not already allow it.
 nonroot_allow_traverse() {
@@ -38,19 +43,19 @@ nonroot_quickstart_start() {
   mkdir -p "$out"
   id -u "$NONROOT_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$NONROOT_USER"
   home=$(getent passwd "$NONROOT_USER" | cut -d: -f6)
-  rm -rf "${home:?}/clone"
-  git clone --quiet --no-hardlinks "$PWD" "$home/clone"
-  mkdir -p "$home/clone/target/release"
-  cp -a target/release/build target/release/deps target/release/.fingerprint "$home/clone/target/release/"
-  chown -R "$NONROOT_USER:" "$home/clone"
+  NONROOT_CLONE=$(mktemp -d "$home/clone.XXXXXX")
+  git clone --quiet --no-hardlinks "$PWD" "$NONROOT_CLONE"
+  mkdir -p "$NONROOT_CLONE/target/release"
+  cp -a target/release/build target/release/deps target/release/.fingerprint "$NONROOT_CLONE/target/release/"
+  chown -R "$NONROOT_USER:" "$NONROOT_CLONE"
   nonroot_allow_traverse "$cargo_home/bin"
   nonroot_allow_traverse "$rustup_home/toolchains"
   (
     started=$(date +%s)
     set +e
-    runuser -u "$NONROOT_USER" -- env -i HOME="$home" USER="$NONROOT_USER" LANG=C.UTF-8 \
-      PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" CARGO_HOME="$cargo_home" \
-      RUSTUP_HOME="$rustup_home" bash -c 'cd ~/clone && exec scripts/quickstart.sh --messages 3' \
+    runuser -u "$NONROOT_USER" -- env -i --chdir="$NONROOT_CLONE" HOME="$home" \
+      USER="$NONROOT_USER" LANG=C.UTF-8 PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" \
+      CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" scripts/quickstart.sh --messages 3 \
       </dev/null >"$out/stdout" 2>"$out/stderr"
     echo $? >"$out/status.part"
     echo $(($(date +%s) - started)) >"$out/seconds"
@@ -78,9 +83,11 @@ nonroot_quickstart_check() {
 }
 
 nonroot_quickstart_clean() {
-  local home dir
-  home=$(getent passwd "$NONROOT_USER" | cut -d: -f6)
-  if [ -n "$home" ]; then rm -rf "$home/clone"; fi
-  for dir in "${NONROOT_TRAVERSED[@]}"; do chmod o-x "$dir"; done
+  local dir
+  if [ -n "$NONROOT_CLONE" ]; then rm -rf "$NONROOT_CLONE"; fi
+  NONROOT_CLONE=
+  if ! pgrep -u "$NONROOT_USER" >/dev/null; then
+    for dir in "${NONROOT_TRAVERSED[@]}"; do chmod o-x "$dir"; done
+  fi
   NONROOT_TRAVERSED=()
 }
