@@ -59,10 +59,6 @@ fn normalized(path: &Path) -> PathBuf {
     out
 }
 
-/// Chapters the release archive's work adds (prerequisites per distribution, the archive, the
-/// platforms): a link to one is checked, anchors included, as soon as the file exists.
-const ADDED_WITH_THE_RELEASE_ARCHIVE: [&str; 1] = ["docs/install.md"];
-
 /// Problems with the links of the markdown file `name` (relative to the root).
 fn broken_links(name: &str) -> (usize, Vec<String>) {
     let text = read(name);
@@ -80,9 +76,6 @@ fn broken_links(name: &str) -> (usize, Vec<String>) {
             normalized(&dir.join(file))
         };
         if !exists(&path) {
-            if ADDED_WITH_THE_RELEASE_ARCHIVE.contains(&path.to_string_lossy().as_ref()) {
-                continue;
-            }
             problems.push(format!(
                 "{name} links to {target}: {} does not exist",
                 path.display()
