@@ -36,7 +36,7 @@ fail() {
 }
 
 if [ -z "${IGGY_BIN_DIR:-}" ] || [ ! -x "$IGGY_BIN_DIR/iggy-connectors" ]; then
-  fail "IGGY_BIN_DIR must name the directory of iggy-server, iggy-connectors and iggy (apache/iggy cc269ef; README, \"The Iggy binaries\"): the smoke test loads the artifact in the real runtime"
+  fail "IGGY_BIN_DIR must name the directory of iggy-server, iggy-connectors and iggy (apache/iggy cc269ef; CONTRIBUTING.md, \"The Iggy binaries\"): the smoke test loads the artifact in the real runtime"
 fi
 for tool in cc c++ objdump sha256sum python3; do
   command -v "$tool" >/dev/null 2>&1 || fail "$tool is missing (docs/install.md lists the prerequisites)"
