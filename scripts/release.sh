@@ -17,8 +17,9 @@
 #    `sha256sum -c`.
 # 3. Smoke test of the unpacked archive's `.so`, which FLUSS_PLUGIN_LIBRARY names to the test
 #    suites (built as scripts/test.sh builds them): tests/artifact.rs (the files, no shared
-#    library beyond the C runtime, the glibc docs/install.md names), tests/symbols.rs (the five symbols, it
-#    loads), then `iggy-connectors` from IGGY_BIN_DIR loading it against a local Fluss cluster:
+#    library beyond the C runtime, the glibc docs/install.md and the README name),
+#    tests/symbols.rs (the five symbols, it loads), then `iggy-connectors` from IGGY_BIN_DIR
+#    loading it against a local Fluss cluster:
 #    a log table as JSON through a restart of the runtime, as Arrow IPC, and a primary-key
 #    table's KV snapshot (tests/runtime). It needs what scripts/test-runtime.sh needs:
 #    IGGY_BIN_DIR, Java 17+ and Maven.
@@ -35,7 +36,7 @@ fail() {
 }
 
 if [ -z "${IGGY_BIN_DIR:-}" ] || [ ! -x "$IGGY_BIN_DIR/iggy-connectors" ]; then
-  fail "IGGY_BIN_DIR must name the directory of iggy-server, iggy-connectors and iggy (apache/iggy cc269ef; README, \"The Iggy binaries\"): the smoke test loads the artifact in the real runtime"
+  fail "IGGY_BIN_DIR must name the directory of iggy-server, iggy-connectors and iggy (apache/iggy cc269ef; CONTRIBUTING.md, \"The Iggy binaries\"): the smoke test loads the artifact in the real runtime"
 fi
 for tool in cc c++ objdump sha256sum python3; do
   command -v "$tool" >/dev/null 2>&1 || fail "$tool is missing (docs/install.md lists the prerequisites)"

@@ -2,7 +2,7 @@
 # The plugin inside the real Apache Iggy runtime (tests/runtime): a fresh iggy-server and
 # iggy-connectors per test, reading tables of the local Fluss cluster the tests start
 # themselves (as scripts/test.sh: Java 17+ and Maven). Needs the apache/iggy cc269ef binaries
-# in IGGY_BIN_DIR (README "The Iggy binaries"). Shares scripts/test.sh's build: after it,
+# in IGGY_BIN_DIR (CONTRIBUTING.md "The Iggy binaries"). Shares scripts/test.sh's build: after it,
 # nothing is compiled again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ if [ -z "${IGGY_BIN_DIR:-}" ] || [ ! -x "$IGGY_BIN_DIR/iggy-server" ] ||
   [ ! -x "$IGGY_BIN_DIR/iggy-connectors" ] || [ ! -x "$IGGY_BIN_DIR/iggy" ]; then
   cat >&2 <<'HOWTO'
 IGGY_BIN_DIR must name a directory holding iggy-server, iggy-connectors and iggy, built from
-apache/iggy at commit cc269ef (see the README, "The Iggy binaries", for the commands), or
+apache/iggy at commit cc269ef (see CONTRIBUTING.md, "The Iggy binaries", for the commands), or
 unpacked from a prebuilt archive of them:
   export IGGY_BIN_DIR=$(mktemp -d) && tar xJf iggy-cc269ef-linux-x86_64.tar.xz -C "$IGGY_BIN_DIR"
 iggy-server also needs libhwloc.so.15 and libudev.so.1 (Debian: apt-get install -y libhwloc15 libudev1).

@@ -1,5 +1,5 @@
 //! The release artifact's library (scripts/release.sh names it in `FLUSS_PLUGIN_LIBRARY`, in the
-//! unpacked archive) loads on any glibc Linux at or above the glibc docs/install.md names: it
+//! unpacked archive) loads on any glibc Linux at or above the glibc the docs name: it
 //! needs no shared library beyond the C runtime (RocksDB, its compression libraries and
 //! libstdc++ are linked in), no newer glibc symbol than that one, and no text relocations; the
 //! archive holds the docs and example configs beside it.
@@ -89,15 +89,15 @@ fn version_numbers(text: &str) -> Vec<u32> {
         .collect()
 }
 
-/// The glibc docs/install.md names: the version after "needs glibc ".
-fn documented_glibc() -> Vec<u32> {
+/// The glibc `doc` (relative to the repository root) names: the version after "needs glibc ".
+fn documented_glibc(doc: &str) -> Vec<u32> {
     const MARK: &str = "needs glibc ";
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/install.md");
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(doc);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{doc}: {e}"));
     let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let at = folded
         .find(MARK)
-        .unwrap_or_else(|| panic!("{path} says which glibc the library needs (`{MARK}X.Y`)"));
+        .unwrap_or_else(|| panic!("{doc} says which glibc the library needs (`{MARK}X.Y`)"));
     let number: String = folded[at + MARK.len()..]
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == '.')
@@ -167,7 +167,7 @@ fn the_artifact_needs_no_shared_library_beyond_the_c_runtime() {
 }
 
 #[test]
-fn the_artifact_needs_the_glibc_the_install_guide_names() {
+fn the_artifact_needs_the_glibc_the_docs_name() {
     let lib = artifact();
     let newest = needs(&lib)
         .versions
@@ -176,10 +176,12 @@ fn the_artifact_needs_the_glibc_the_install_guide_names() {
         .map(version_numbers)
         .max()
         .expect("the library requires GLIBC_ symbol versions");
-    assert_eq!(
-        newest,
-        documented_glibc(),
-        "the newest GLIBC_ version {} requires is the one docs/install.md names",
-        lib.display()
-    );
+    for doc in ["docs/install.md", "README.md"] {
+        assert_eq!(
+            newest,
+            documented_glibc(doc),
+            "the newest GLIBC_ version {} requires is the one {doc} names",
+            lib.display()
+        );
+    }
 }
