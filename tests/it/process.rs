@@ -12,11 +12,14 @@ use serde_json::Value;
 
 use crate::fixture::plugin_path;
 
-/// `target/<profile>/fluss-source-runner`, built by `cargo build --workspace`.
+/// `target/<profile>/fluss-source-runner`, built by `cargo build --workspace`: the directory
+/// above this test binary's `deps/`, whichever plugin library the tests load.
 pub fn runner_binary() -> PathBuf {
-    let bin = plugin_path()
+    let exe = std::env::current_exe().expect("test binary path");
+    let bin = exe
         .parent()
-        .expect("target/<profile>")
+        .and_then(|deps| deps.parent())
+        .expect("the test binary lies in target/<profile>/deps")
         .join("fluss-source-runner");
     assert!(
         bin.exists(),
