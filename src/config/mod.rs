@@ -176,8 +176,8 @@ pub struct Config {
     /// The partitions read (`None` = all).
     #[serde(default, deserialize_with = "selections::partitions")]
     pub partitions: Option<PartitionFilter>,
-    /// One of [`IGNORED_KEYS`]: its value is still checked, so that every file that opened
-    /// with it opens, and no other: a positive `i32` less one.
+    /// One of [`IGNORED_KEYS`]. Its value is checked all the same (a positive `i32` less
+    /// one), so that a file setting it opens exactly when it would if the key had an effect.
     #[serde(
         default,
         deserialize_with = "Ranged::<1, { i32::MAX as usize - 1 }>::check"

@@ -1,19 +1,22 @@
-//! How serde reads `[plugin_config]` into a struct ([`read`]): the order of the keys, what
-//! null means, and which key an error names.
+//! How serde reads `[plugin_config]` into a struct ([`read`]): which fault is reported when
+//! there are several, what null means, and which key an error names.
 //!
-//! - A key the struct does not declare is refused before any value is read, with serde's own
-//!   `unknown field` message (the first such key in the object's order).
-//! - The keys given are read in the order the struct declares them: of several bad values,
-//!   the first declared is reported. A key without a default that is not given is reported
-//!   after the values given (serde checks for missing fields once the map is read), and the
-//!   checks between keys come after every key (`Config::parse`).
-//! - A null value is an unset key (its default), as serde reads `Option` fields; the runtime
-//!   never sends one (TOML has no null).
-//! - A value's parser refuses it with [`de::Error::invalid_value`] (the value and what the key
-//!   accepts) or with a message of its own that names the key; either becomes a
-//!   [`ConfigError`] of that key here; a key without a default that is not given is
-//!   `` `key` is required ``. What serde says about the section as a whole (not an object, an
-//!   array of the wrong length, an unknown key) keeps serde's words, with a pointer to the docs.
+//! The checks, in the order their first fault is reported:
+//! 1. a key the struct does not declare, with serde's own `unknown field` message (the first
+//!    such key in the object's order);
+//! 2. the keys without a default (the required keys), in declaration order: one missing
+//!    (`` `key` is required ``) or refused ([`required_first`]);
+//! 3. the other keys given, in declaration order;
+//! 4. the checks between keys, after this module's (`Config::parse`).
+//!
+//! A null value is an unset key (its default), as serde reads `Option` fields; the runtime
+//! never sends one (TOML has no null). serde reads a struct from an array too: an array with an
+//! element per key is read as the object of them, each element the key at its position.
+//!
+//! A value's parser refuses it with [`de::Error::invalid_value`] (the value and what the key
+//! accepts) or with a message of its own that names the key; either becomes a [`ConfigError`]
+//! of that key here. What serde says about the section as a whole (not an object, an array of
+//! the wrong length, an unknown key) keeps serde's words, with a pointer to the docs.
 
 use std::fmt;
 
@@ -21,7 +24,7 @@ use serde::de::{
     self, DeserializeOwned, DeserializeSeed, Deserializer, Expected, IntoDeserializer, MapAccess,
     Unexpected, Visitor,
 };
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::ConfigError;
 
@@ -29,9 +32,45 @@ use super::ConfigError;
 pub(super) fn read<T: DeserializeOwned>(
     value: Value,
 ) -> Result<(T, Vec<&'static str>), ConfigError> {
+    let fields = fields::<T>();
+    let value = match value {
+        Value::Array(items) if items.len() == fields.len() => Value::Object(
+            fields
+                .iter()
+                .map(|key| (*key).to_owned())
+                .zip(items)
+                .collect(),
+        ),
+        other => other,
+    };
+    if let Value::Object(object) = &value {
+        if let Some(unknown) = object.keys().find(|key| !fields.contains(&key.as_str())) {
+            return Err(<Error as de::Error>::unknown_field(unknown, fields).of_section());
+        }
+        required_first::<T>(object)?;
+    }
     let mut section = Section::new(value);
     let read = T::deserialize(&mut section).map_err(Error::of_section)?;
     Ok((read, section.given))
+}
+
+/// Checks the required keys of `object` before the others: `T` is read from them alone,
+/// growing by the one serde names as missing (the first without a default) until it reads
+/// or one of them is missing from `object` or refused.
+fn required_first<T: DeserializeOwned>(object: &Map<String, Value>) -> Result<(), ConfigError> {
+    let mut required = Map::new();
+    loop {
+        match T::deserialize(&mut Section::new(Value::Object(required.clone()))) {
+            Ok(_) => return Ok(()),
+            Err(Error::Missing(key)) if !required.contains_key(key) => {
+                match object.get(key).filter(|v| !v.is_null()) {
+                    Some(value) => required.insert(key.to_owned(), value.clone()),
+                    None => return Err(Error::Missing(key).of_section()),
+                };
+            }
+            Err(error) => return Err(error.of_section()),
+        }
+    }
 }
 
 /// The keys `T` declares, in declaration order: serde's field list of its derived
@@ -78,17 +117,12 @@ impl<'de> Deserializer<'de> for &mut Section {
         self.fields = fields;
         let mut object = match std::mem::take(&mut self.value) {
             Value::Object(object) => object,
-            // serde reads a struct from an array too: each element is the key at its
-            // position, and every key must have one.
-            Value::Array(items) if items.len() == fields.len() => fields
-                .iter()
-                .map(|key| (*key).to_owned())
-                .zip(items)
-                .collect(),
+            // An array with an element per key is an object by now ([`read`]); these are the
+            // words serde's derive and serde_json use for one too short or too long.
             Value::Array(items) => {
                 let expected = if items.len() < fields.len() {
-                    let struct_ = &visitor as &dyn Expected;
-                    format!("{struct_} with {} elements", fields.len())
+                    let expecting = &visitor as &dyn Expected;
+                    format!("{expecting} with {} elements", fields.len())
                 } else {
                     "fewer elements in array".to_owned()
                 };
@@ -100,9 +134,6 @@ impl<'de> Deserializer<'de> for &mut Section {
                     .map_err(Error::serde)
             }
         };
-        if let Some(unknown) = object.keys().find(|key| !fields.contains(&key.as_str())) {
-            return Err(de::Error::unknown_field(unknown, fields));
-        }
         let given: Vec<(&'static str, Value)> = fields
             .iter()
             .filter_map(|key| Some((*key, object.remove(*key).filter(|v| !v.is_null())?)))
@@ -175,7 +206,9 @@ pub(super) enum Error {
     Invalid { value: String, accepted: String },
     /// Words that say what is at fault: a parser's, which name its key, or serde's.
     Said(String),
-    /// A refusal that names its key (a key without a default that is not given).
+    /// A key without a default that is not given.
+    Missing(&'static str),
+    /// A refusal of a key's value, with its key.
     Config(ConfigError),
 }
 
@@ -191,7 +224,7 @@ impl Error {
                 format!("`{key}` = {value} is not valid; {accepted}")
             }
             Self::Said(message) => message,
-            Self::Config(error) => return Self::Config(error),
+            keyed @ (Self::Missing(_) | Self::Config(_)) => return keyed,
         };
         Self::Config(ConfigError { key, message })
     }
@@ -199,6 +232,10 @@ impl Error {
     /// The error `Config::parse` returns.
     fn of_section(self) -> ConfigError {
         match self {
+            Self::Missing(key) => ConfigError {
+                key,
+                message: format!("`{key}` is required"),
+            },
             Self::Config(error) => error,
             other => ConfigError {
                 key: "plugin_config",
@@ -221,10 +258,7 @@ impl de::Error for Error {
     }
 
     fn missing_field(key: &'static str) -> Self {
-        Self::Config(ConfigError {
-            key,
-            message: format!("`{key}` is required"),
-        })
+        Self::Missing(key)
     }
 }
 
@@ -235,6 +269,7 @@ impl fmt::Display for Error {
                 write!(f, "invalid value: {value}, expected {accepted}")
             }
             Self::Said(message) => f.write_str(message),
+            Self::Missing(key) => write!(f, "`{key}` is required"),
             Self::Config(error) => f.write_str(&error.message),
         }
     }

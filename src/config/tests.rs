@@ -574,13 +574,17 @@ fn null_is_an_unset_key() {
 }
 
 #[test]
-fn of_several_faults_the_first_declared_key_is_reported_then_missing_keys_then_pairs() {
+fn of_several_faults_required_keys_come_first_then_declaration_order_then_pairs() {
     // `table_type` is declared before `batch_size` (the object's own order is alphabetical).
     let e = error_for(json!({"batch_size": 0, "table_type": "x"}));
     assert_eq!(e.key, "table_type");
-    // A missing key is found once the values given are read.
-    let e = Config::parse(r#"{"database":"d","table":"t","batch_size":0}"#).unwrap_err();
-    assert_eq!(e.key, "batch_size");
+    // Required keys, missing or refused, before any other key.
+    let e = Config::parse(r#"{"batch_size":0,"database":"d","table":"t"}"#).unwrap_err();
+    assert_eq!(e.key, "bootstrap_servers");
+    let e = Config::parse(r#"{"batch_size":0,"bootstrap_servers":"h:1","table":""}"#).unwrap_err();
+    assert_eq!(e.key, "database");
+    let e = error_for(json!({"batch_size": 0, "table": ""}));
+    assert_eq!(e.key, "table");
     // The checks between keys come after every key.
     let e = error_for(json!({"sasl_password": "p", "snapshot_dir": ""}));
     assert_eq!(e.key, "snapshot_dir");
