@@ -117,7 +117,7 @@ impl<'de> Deserializer<'de> for &mut Section {
         self.fields = fields;
         let mut object = match std::mem::take(&mut self.value) {
             Value::Object(object) => object,
-            // An array with an element per key is an object by now ([`read`]); these are the
+            // [`read`] turns an array with an element per key into an object; these are the
             // words serde's derive and serde_json use for one too short or too long.
             Value::Array(items) => {
                 let expected = if items.len() < fields.len() {
