@@ -1,12 +1,12 @@
-//! `[plugin_config]`: the raw JSON the runtime passes, validated key by key into [`Config`].
+//! `[plugin_config]`: the JSON the runtime passes, read by serde into [`Config`].
 //!
-//! The runtime hands the section over as compact JSON. Its environment overrides are
-//! type-guessed (`…_PLUGIN_CONFIG_BATCH_SIZE=500` arrives as a number, `…=true` as a bool), so
-//! every numeric or boolean key accepts both the JSON type and its text. Each key is converted
-//! on its own, so an error names the key, the bad value and what is accepted.
+//! [`Config`] lists every key once: its type, its default and the values it accepts are
+//! declared on its field. Each key is read on its own, so an error names the key, the bad
+//! value and what is accepted ([`section`]); the keys that only mean something together are
+//! checked against each other after that ([`Config::parse`]).
 
-use std::fmt;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -14,44 +14,32 @@ use serde_json::Value;
 use snafu::Snafu;
 
 use crate::filter::FilterText;
+use crate::scope::prune::PartitionFilter;
 use crate::scope::share::Assignment;
 use crate::scope::stop::StoppingOffset;
-pub mod options;
 
-use crate::scope::prune::PartitionFilter;
+mod endpoints;
+mod offsets;
+pub mod options;
+mod sasl;
+mod section;
+mod selections;
+mod values;
+
 use options::{
     ChangelogFormat, DecimalFormat, HeaderSet, IpcCompression, JsonOptions, OutOfRangePolicy,
     PayloadFormat, PayloadSchema, StartingOffset, TableType, TemporalFormat,
 };
+pub use sasl::{Sasl, Secret};
+use values::Ranged;
 
 /// Default `batch_size`: upstream Iggy sources and the runtime's producer batch 1000 messages.
 pub const DEFAULT_BATCH_SIZE: usize = 1000;
-/// Default `poll_interval`.
-pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
-/// Default `max_batch_bytes` (8 MiB): bounds the memory of one batch in flight.
-pub const DEFAULT_MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
-/// Default `partition_discovery_interval`.
-pub const DEFAULT_PARTITION_DISCOVERY_INTERVAL: Duration = Duration::from_secs(60);
-/// Default `connect_timeout`.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Largest `batch_size`: the runtime keeps a whole batch in memory twice (decoded and encoded).
-pub const MAX_BATCH_SIZE: usize = 1_000_000;
-/// What `snapshot_max_bucket_rows` stands for when its value is checked; the key has no effect:
-/// snapshots are read from KV snapshot files a batch at a time, with no cap
-/// (docs/configuration.md, "Advanced"). It is still parsed, so a connector file that set it
-/// keeps opening and a value no release accepted is still refused; setting it logs one WARN at
-/// open ([`Config::ignored_warnings`]).
-pub const DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS: usize = 1_000_000;
 /// Keys that are accepted but have no effect, each with the reason the WARN names.
 pub const IGNORED_KEYS: [(&str, &str); 1] = [(
     "snapshot_max_bucket_rows",
     "snapshots are read from KV snapshot files a batch at a time, with no cap",
 )];
-/// Largest `snapshot_max_bucket_rows` accepted (a positive `i32` less one), so that every file
-/// that opened before opens now, and no other.
-pub const MAX_SNAPSHOT_MAX_BUCKET_ROWS: usize = i32::MAX as usize - 1;
-/// Smallest `max_batch_bytes`: one row must always fit.
-pub const MIN_MAX_BATCH_BYTES: usize = 1024;
 
 /// A configuration key that is missing or has a value the plugin cannot use.
 #[derive(Debug, Snafu, PartialEq, Eq)]
@@ -63,102 +51,166 @@ pub struct ConfigError {
     pub message: String,
 }
 
-fn invalid(key: &'static str, value: &Value, accepted: &str) -> ConfigError {
-    ConfigError {
-        key,
-        message: format!("`{key}` = {value} is not valid; {accepted}"),
-    }
-}
-
-/// A secret that never appears in `Debug` output or logs.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// The secret text, for handing to the Fluss client only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-/// SASL/PLAIN credentials.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sasl {
-    /// The SASL mechanism; Fluss clients support only `PLAIN`.
-    pub mechanism: String,
-    /// The user name.
-    pub username: String,
-    /// The password (redacted in `Debug`).
-    pub password: Secret,
-}
-
-/// The validated plugin configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The plugin configuration: a field per `[plugin_config]` key, then the fields built from
+/// several keys. The order of the keys is the order [`keys`] and serde's unknown-key message
+/// list them in, and the order their values are checked in.
+///
+/// Each key's field names its parser (`deserialize_with`) and its default (`default`: a
+/// function, or the `#[default]` value of its type); a key without a default is required.
+/// Read it with [`Config::parse`], which builds the fields of several keys: serde alone leaves
+/// them at their defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+// How serde's messages name the section when it is not an object: "invalid type: integer
+// `5`, expected struct RawConfig".
+#[serde(deny_unknown_fields, expecting = "struct RawConfig")]
 pub struct Config {
     /// `host:port[,host:port…]` of the Fluss coordinator.
+    #[serde(deserialize_with = "endpoints::servers")]
     pub bootstrap_servers: String,
     /// Database of the table to read.
+    #[serde(deserialize_with = "values::name")]
     pub database: String,
     /// Name of the table to read.
+    #[serde(deserialize_with = "values::name")]
     pub table: String,
     /// The table kind the user expects.
+    #[serde(default, deserialize_with = "values::choice")]
     pub table_type: TableType,
     /// Where buckets without saved state begin.
+    #[serde(default, deserialize_with = "offsets::starting")]
     pub starting_offset: StartingOffset,
     /// Column projection (`None` = all columns).
+    #[serde(default, deserialize_with = "selections::columns")]
     pub columns: Option<Vec<String>>,
     /// Row filter (`None` = every row), checked against the table at open.
+    #[serde(default, deserialize_with = "selections::filter")]
     pub filter: Option<FilterText>,
     /// Payload encoding.
+    #[serde(default, deserialize_with = "values::choice")]
     pub payload_format: PayloadFormat,
     /// The Iggy schema JSON payloads declare.
+    #[serde(default, deserialize_with = "values::choice")]
     pub payload_schema: PayloadSchema,
     /// Which headers messages carry.
+    #[serde(default, deserialize_with = "selections::headers")]
     pub headers: HeaderSet,
     /// Arrow IPC body compression.
+    #[serde(default, deserialize_with = "values::choice")]
     pub arrow_ipc_compression: IpcCompression,
     /// Shape of primary-key table changes.
+    #[serde(default, deserialize_with = "values::choice")]
     pub changelog_format: ChangelogFormat,
-    /// Most messages in one batch.
+    /// Most messages in one batch. At most a million: the runtime keeps a whole batch in
+    /// memory twice (decoded and encoded).
+    #[serde(
+        default = "values::number::<DEFAULT_BATCH_SIZE>",
+        deserialize_with = "Ranged::<1, 1_000_000>::deserialize"
+    )]
     pub batch_size: usize,
     /// Longest wait for data before a partial batch is handed over.
+    #[serde(
+        default = "values::millis::<500>",
+        deserialize_with = "values::duration"
+    )]
     pub poll_interval: Duration,
-    /// Soft cap on the payload bytes of one batch.
+    /// Soft cap on the payload bytes of one batch: by default 8 MiB, which bounds the memory
+    /// of one batch in flight; at least 1 KiB, so that one row always fits.
+    #[serde(
+        default = "values::number::<{ 8 * 1024 * 1024 }>",
+        deserialize_with = "Ranged::<1024, { usize::MAX }>::deserialize"
+    )]
     pub max_batch_bytes: usize,
     /// How often partitions are listed (`ZERO` = only at open).
+    #[serde(
+        default = "values::seconds::<60>",
+        deserialize_with = "values::duration_or_off"
+    )]
     pub partition_discovery_interval: Duration,
     /// What to do with a saved offset that is no longer on the server.
+    #[serde(default, deserialize_with = "values::choice")]
     pub on_offset_out_of_range: OutOfRangePolicy,
-    /// JSON value formats.
-    pub json: JsonOptions,
+    /// `temporal_format`, read through [`Config::json`].
+    #[serde(default, deserialize_with = "values::choice")]
+    temporal_format: TemporalFormat,
+    /// `decimal_format`, read through [`Config::json`].
+    #[serde(default, deserialize_with = "values::choice")]
+    decimal_format: DecimalFormat,
     /// Add a `_fluss` metadata object to log-table JSON rows.
+    #[serde(default, deserialize_with = "values::flag")]
     pub include_metadata: bool,
-    /// SASL credentials, if any.
-    pub sasl: Option<Sasl>,
+    /// `sasl_mechanism`, read through [`Config::sasl`].
+    #[serde(default, deserialize_with = "sasl::mechanism")]
+    sasl_mechanism: Option<String>,
+    /// `sasl_username`, read through [`Config::sasl`].
+    #[serde(default, deserialize_with = "values::some_name")]
+    sasl_username: Option<String>,
+    /// `sasl_password`, read through [`Config::sasl`].
+    #[serde(default, deserialize_with = "sasl::password")]
+    sasl_password: Option<Secret>,
     /// How long open keeps retrying an unreachable cluster.
+    #[serde(
+        default = "values::seconds::<30>",
+        deserialize_with = "values::duration"
+    )]
     pub connect_timeout: Duration,
     /// Per-batch logs at INFO instead of DEBUG.
+    #[serde(default, deserialize_with = "values::flag")]
     pub verbose_logging: bool,
-    /// This instance's share of the buckets (`instance_index`, `instance_count`).
-    pub assignment: Assignment,
+    /// `instance_index`, read through [`Config::assignment`]. Instances are at most 65536:
+    /// far more than any table has buckets.
+    #[serde(
+        default = "values::number::<0>",
+        deserialize_with = "Ranged::<0, 65_535>::deserialize"
+    )]
+    instance_index: usize,
+    /// `instance_count`, read through [`Config::assignment`] (0 is refused there, with a
+    /// message of its own).
+    #[serde(
+        default = "values::number::<1>",
+        deserialize_with = "Ranged::<0, 65_536>::deserialize"
+    )]
+    instance_count: usize,
     /// Where a bounded read stops (`None` = never).
+    #[serde(default, deserialize_with = "offsets::stopping")]
     pub stopping_offset: Option<StoppingOffset>,
     /// The partitions read (`None` = all).
+    #[serde(default, deserialize_with = "selections::partitions")]
     pub partitions: Option<PartitionFilter>,
-    /// The keys of [`IGNORED_KEYS`] the section sets.
-    pub ignored: Vec<&'static str>,
+    /// One of [`IGNORED_KEYS`]. Its value is checked all the same (a positive `i32` less
+    /// one), so that a file setting it opens exactly when it would if the key had an effect.
+    #[serde(
+        default,
+        deserialize_with = "Ranged::<1, { i32::MAX as usize - 1 }>::check"
+    )]
+    snapshot_max_bucket_rows: (),
     /// Where the Prometheus endpoint listens (`None` = no metrics).
+    #[serde(default, deserialize_with = "endpoints::metrics_address")]
     pub metrics_address: Option<SocketAddr>,
     /// The `connector` label of this connector's metrics (`None` = `db.table`).
+    #[serde(default, deserialize_with = "values::some_name")]
     pub metrics_connector: Option<String>,
-    /// Where a bucket's KV snapshot files are copied while its snapshot is read.
-    pub snapshot_dir: std::path::PathBuf,
+    /// Where a bucket's KV snapshot files are copied while its snapshot is read: by default a
+    /// directory under the OS temp directory.
+    #[serde(default = "snapshot_dir", deserialize_with = "values::path")]
+    pub snapshot_dir: PathBuf,
+
+    /// JSON value formats (`temporal_format`, `decimal_format`).
+    #[serde(skip)]
+    pub json: JsonOptions,
+    /// SASL credentials, if any (`sasl_mechanism`, `sasl_username`, `sasl_password`).
+    #[serde(skip)]
+    pub sasl: Option<Sasl>,
+    /// This instance's share of the buckets (`instance_index`, `instance_count`).
+    #[serde(skip)]
+    pub assignment: Assignment,
+    /// The keys of [`IGNORED_KEYS`] the section sets.
+    #[serde(skip)]
+    pub ignored: Vec<&'static str>,
+}
+
+/// The default `snapshot_dir`.
+fn snapshot_dir() -> PathBuf {
+    std::env::temp_dir().join("iggy-fluss-source-snapshots")
 }
 
 impl Config {
@@ -198,11 +250,38 @@ impl Config {
                 message: "the connector file has no [plugin_config] section; add one with at least `bootstrap_servers`, `database` and `table`".into(),
             });
         }
-        let raw = RawConfig::deserialize(&value).map_err(|e| ConfigError {
-            key: "plugin_config",
-            message: format!("{e}; see docs/configuration.md for the accepted keys"),
+        let (config, given) = section::read::<Self>(value)?;
+        config.joined(&given)
+    }
+
+    /// The fields built from several keys, after the checks between those keys; `given` are
+    /// the keys the section sets.
+    fn joined(mut self, given: &[&'static str]) -> Result<Self, ConfigError> {
+        self.json = JsonOptions {
+            temporal: self.temporal_format,
+            decimal: self.decimal_format,
+        };
+        self.sasl = sasl::credentials(
+            self.sasl_mechanism.clone(),
+            self.sasl_username.clone(),
+            self.sasl_password.clone(),
+        )?;
+        // Both fit in u32: their fields' ranges bound them.
+        let (index, count) = (self.instance_index as u32, self.instance_count as u32);
+        self.assignment = Assignment::try_new(index, count).map_err(|message| ConfigError {
+            key: if count == 0 {
+                "instance_count"
+            } else {
+                "instance_index"
+            },
+            message,
         })?;
-        raw.validate()
+        self.ignored = IGNORED_KEYS
+            .iter()
+            .map(|(key, _)| *key)
+            .filter(|key| given.contains(key))
+            .collect();
+        Ok(self)
     }
 }
 
@@ -211,199 +290,15 @@ impl Config {
 /// instance in the lines of an `open` that fails before (or while) its configuration is read.
 pub fn named_table(json: &str) -> Option<String> {
     let value: Value = serde_json::from_str(json).ok()?;
-    let key = |key: &'static str| name(key, value.get(key)?.clone()).ok();
-    Some(format!("{}.{}", key("database")?, key("table")?))
+    let name = |key| values::read_name::<serde_json::Error>(value.get(key)?).ok();
+    Some(format!("{}.{}", name("database")?, name("table")?))
 }
 
 /// Every key `[plugin_config]` accepts, in declaration order: the field list serde derives
-/// for [`RawConfig`], so there is no second list to keep in step.
+/// for [`Config`].
 pub fn keys() -> &'static [&'static str] {
-    use serde::de::{self, Visitor};
-
-    /// A deserializer that only records the fields a struct asks for.
-    struct Fields(&'static [&'static str]);
-
-    impl<'de> serde::Deserializer<'de> for &mut Fields {
-        type Error = de::value::Error;
-
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-            Err(de::Error::custom("only struct fields are recorded"))
-        }
-
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _: &'static str,
-            fields: &'static [&'static str],
-            _: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0 = fields;
-            Err(de::Error::custom("only struct fields are recorded"))
-        }
-
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
-            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
-            identifier ignored_any
-        }
-    }
-
-    let mut fields = Fields(&[]);
-    // Always an error: the point is the field list it recorded on the way.
-    let _ = RawConfig::deserialize(&mut fields);
-    fields.0
+    section::fields::<Config>()
 }
-
-/// The section as it arrives: every key optional and untyped, unknown keys refused.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    bootstrap_servers: Option<Value>,
-    database: Option<Value>,
-    table: Option<Value>,
-    table_type: Option<Value>,
-    starting_offset: Option<Value>,
-    columns: Option<Value>,
-    filter: Option<Value>,
-    payload_format: Option<Value>,
-    payload_schema: Option<Value>,
-    headers: Option<Value>,
-    arrow_ipc_compression: Option<Value>,
-    changelog_format: Option<Value>,
-    batch_size: Option<Value>,
-    poll_interval: Option<Value>,
-    max_batch_bytes: Option<Value>,
-    partition_discovery_interval: Option<Value>,
-    on_offset_out_of_range: Option<Value>,
-    temporal_format: Option<Value>,
-    decimal_format: Option<Value>,
-    include_metadata: Option<Value>,
-    sasl_mechanism: Option<Value>,
-    sasl_username: Option<Value>,
-    sasl_password: Option<Value>,
-    connect_timeout: Option<Value>,
-    verbose_logging: Option<Value>,
-    instance_index: Option<Value>,
-    instance_count: Option<Value>,
-    stopping_offset: Option<Value>,
-    partitions: Option<Value>,
-    snapshot_max_bucket_rows: Option<Value>,
-    metrics_address: Option<Value>,
-    metrics_connector: Option<Value>,
-    snapshot_dir: Option<Value>,
-}
-
-impl RawConfig {
-    fn validate(self) -> Result<Config, ConfigError> {
-        let bootstrap_servers = bootstrap(required("bootstrap_servers", self.bootstrap_servers)?)?;
-        let database = name("database", required("database", self.database)?)?;
-        let table = name("table", required("table", self.table)?)?;
-        let sasl = sasl(self.sasl_mechanism, self.sasl_username, self.sasl_password)?;
-        let set = |value: &Option<Value>| value.as_ref().is_some_and(|v| !v.is_null());
-        let ignored = [(
-            "snapshot_max_bucket_rows",
-            set(&self.snapshot_max_bucket_rows),
-        )]
-        .into_iter()
-        .filter_map(|(key, given)| given.then_some(key))
-        .collect();
-        // Still checked: a value no release accepted is refused.
-        integer(
-            "snapshot_max_bucket_rows",
-            self.snapshot_max_bucket_rows,
-            DEFAULT_SNAPSHOT_MAX_BUCKET_ROWS,
-            1,
-            MAX_SNAPSHOT_MAX_BUCKET_ROWS,
-        )?;
-        Ok(Config {
-            bootstrap_servers,
-            database,
-            table,
-            table_type: choice("table_type", self.table_type, TableType::Auto)?,
-            starting_offset: starting_offset(self.starting_offset)?,
-            columns: columns(self.columns)?,
-            filter: filter(self.filter)?,
-            payload_format: choice("payload_format", self.payload_format, PayloadFormat::Json)?,
-            payload_schema: choice("payload_schema", self.payload_schema, PayloadSchema::Json)?,
-            headers: headers(self.headers)?,
-            arrow_ipc_compression: choice(
-                "arrow_ipc_compression",
-                self.arrow_ipc_compression,
-                IpcCompression::None,
-            )?,
-            changelog_format: choice(
-                "changelog_format",
-                self.changelog_format,
-                ChangelogFormat::Debezium,
-            )?,
-            batch_size: integer(
-                "batch_size",
-                self.batch_size,
-                DEFAULT_BATCH_SIZE,
-                1,
-                MAX_BATCH_SIZE,
-            )?,
-            poll_interval: duration(
-                "poll_interval",
-                self.poll_interval,
-                DEFAULT_POLL_INTERVAL,
-                false,
-            )?,
-            max_batch_bytes: integer(
-                "max_batch_bytes",
-                self.max_batch_bytes,
-                DEFAULT_MAX_BATCH_BYTES,
-                MIN_MAX_BATCH_BYTES,
-                usize::MAX,
-            )?,
-            partition_discovery_interval: duration(
-                "partition_discovery_interval",
-                self.partition_discovery_interval,
-                DEFAULT_PARTITION_DISCOVERY_INTERVAL,
-                true,
-            )?,
-            on_offset_out_of_range: choice(
-                "on_offset_out_of_range",
-                self.on_offset_out_of_range,
-                OutOfRangePolicy::Earliest,
-            )?,
-            json: JsonOptions {
-                temporal: choice(
-                    "temporal_format",
-                    self.temporal_format,
-                    TemporalFormat::Iso8601,
-                )?,
-                decimal: choice("decimal_format", self.decimal_format, DecimalFormat::String)?,
-            },
-            include_metadata: boolean("include_metadata", self.include_metadata, false)?,
-            sasl,
-            connect_timeout: duration(
-                "connect_timeout",
-                self.connect_timeout,
-                DEFAULT_CONNECT_TIMEOUT,
-                false,
-            )?,
-            verbose_logging: boolean("verbose_logging", self.verbose_logging, false)?,
-            assignment: assignment(self.instance_index, self.instance_count)?,
-            stopping_offset: stopping_offset(self.stopping_offset)?,
-            partitions: partitions(self.partitions)?,
-            ignored,
-            metrics_address: metrics_address(self.metrics_address)?,
-            metrics_connector: self
-                .metrics_connector
-                .filter(|v| !v.is_null())
-                .map(|v| name("metrics_connector", v))
-                .transpose()?,
-            snapshot_dir: snapshot_dir(self.snapshot_dir)?,
-        })
-    }
-}
-
-mod values;
-use values::{
-    assignment, boolean, bootstrap, choice, columns, duration, filter, headers, integer,
-    metrics_address, name, partitions, required, sasl, snapshot_dir, starting_offset,
-    stopping_offset,
-};
 
 #[cfg(test)]
 mod tests;

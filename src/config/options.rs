@@ -1,13 +1,21 @@
 //! The values of every enumerated `[plugin_config]` key, each listed once: the parser in
-//! [`crate::config`] and the error messages read the accepted names from [`Choice::CHOICES`].
-//! The modules that act on an option import it from here, so `config` and `encode` never
-//! import each other.
+//! [`crate::config`] and the error messages read the accepted names from [`Choice::CHOICES`],
+//! and the default of a key is the `#[default]` value of its type. The modules that act on an
+//! option import it from here, so `config` and `encode` never import each other.
 
 /// An option whose accepted values are a fixed list of names (snake_case, as
 /// docs/configuration.md spells them). Parsing ignores ASCII case.
 pub trait Choice: Copy + 'static {
     /// Every accepted name with its value, in the order error messages list them.
     const CHOICES: &'static [(&'static str, Self)];
+
+    /// The value named `name`, in any ASCII case.
+    fn named(name: &str) -> Option<Self> {
+        Self::CHOICES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, value)| *value)
+    }
 
     /// The name of this value, as docs/configuration.md spells it.
     fn name(self) -> &'static str
@@ -22,9 +30,10 @@ pub trait Choice: Copy + 'static {
 }
 
 /// Which kind of table `table_type` asserts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TableType {
     /// Detect it from the table.
+    #[default]
     Auto,
     /// An append-only log table.
     Log,
@@ -41,10 +50,11 @@ impl Choice for TableType {
 }
 
 /// Where buckets without saved state begin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StartingOffset {
     /// Primary-key tables: each bucket's current rows (a snapshot), then its changelog from
     /// the offset the snapshot was taken at. Log tables: [`StartingOffset::Earliest`].
+    #[default]
     Full,
     /// The log start of each bucket.
     Earliest,
@@ -57,9 +67,10 @@ pub enum StartingOffset {
 }
 
 /// Message payload encoding (`payload_format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PayloadFormat {
     /// One JSON object per row or change.
+    #[default]
     Json,
     /// One Arrow IPC stream per run of rows of a record batch.
     ArrowIpc,
@@ -71,11 +82,12 @@ impl Choice for PayloadFormat {
 }
 
 /// The Iggy schema a batch of JSON payloads declares (`payload_schema`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PayloadSchema {
     /// `Schema::Json`: the runtime parses every payload into a value tree (its transforms
     /// work on it) and writes it back, which reorders keys of wide objects and re-prints
     /// numbers.
+    #[default]
     Json,
     /// `Schema::Raw`: the runtime passes the bytes through untouched (the stream must say
     /// `schema = "raw"`).
@@ -87,9 +99,10 @@ impl Choice for PayloadSchema {
 }
 
 /// Arrow IPC body compression (`arrow_ipc_compression`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IpcCompression {
     /// Uncompressed buffers.
+    #[default]
     None,
     /// LZ4 frame compression.
     Lz4,
@@ -106,9 +119,10 @@ impl Choice for IpcCompression {
 }
 
 /// How primary-key table changes are shaped in JSON (`changelog_format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ChangelogFormat {
     /// Debezium-style envelope with `op`, `before`, `after` and `source`.
+    #[default]
     Debezium,
     /// The row image plus an `__op` field.
     Flat,
@@ -120,9 +134,10 @@ impl Choice for ChangelogFormat {
 }
 
 /// What to do when a saved offset is no longer on the server (`on_offset_out_of_range`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutOfRangePolicy {
     /// Continue from the log start (the skipped range is logged at ERROR).
+    #[default]
     Earliest,
     /// Continue from the high watermark (the skipped range is logged at ERROR).
     Latest,
@@ -253,6 +268,13 @@ impl HeaderSet {
     /// Whether no header is attached.
     pub fn is_empty(self) -> bool {
         self.0 == 0
+    }
+}
+
+impl Default for HeaderSet {
+    /// [`HeaderSet::ALL`].
+    fn default() -> Self {
+        Self::ALL
     }
 }
 

@@ -504,3 +504,90 @@ fn metrics_address_is_an_ip_and_port_and_off_by_default() {
     let e = error_for(json!({"metrics_connector": ""}));
     assert_eq!(e.key, "metrics_connector");
 }
+
+#[test]
+fn an_unknown_key_is_refused_with_every_accepted_key_in_declaration_order() {
+    let e = error_for(json!({"batchsize": 10}));
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: unknown field `batchsize`, expected one of `bootstrap_servers`, `database`, `table`, `table_type`, `starting_offset`, `columns`, `filter`, `payload_format`, `payload_schema`, `headers`, `arrow_ipc_compression`, `changelog_format`, `batch_size`, `poll_interval`, `max_batch_bytes`, `partition_discovery_interval`, `on_offset_out_of_range`, `temporal_format`, `decimal_format`, `include_metadata`, `sasl_mechanism`, `sasl_username`, `sasl_password`, `connect_timeout`, `verbose_logging`, `instance_index`, `instance_count`, `stopping_offset`, `partitions`, `snapshot_max_bucket_rows`, `metrics_address`, `metrics_connector`, `snapshot_dir`; see docs/configuration.md for the accepted keys"
+    );
+    assert_eq!(keys().len(), 33);
+    assert_eq!(keys()[0], "bootstrap_servers");
+    assert_eq!(keys()[32], "snapshot_dir");
+}
+
+#[test]
+fn an_unknown_key_is_reported_before_any_value() {
+    let e = error_for(json!({"aaa": 1, "batch_size": 0}));
+    assert!(e.message.starts_with("unknown field `aaa`"), "{e}");
+    let e = error_for(json!({"batch_size": 0, "zzz": 1}));
+    assert!(e.message.starts_with("unknown field `zzz`"), "{e}");
+}
+
+#[test]
+fn a_section_that_is_no_object_is_refused_in_serdes_words() {
+    let refused = |json: Value| Config::parse(&json.to_string()).unwrap_err().to_string();
+    assert_eq!(
+        refused(json!(5)),
+        "invalid plugin_config: invalid type: integer `5`, expected struct RawConfig; see docs/configuration.md for the accepted keys"
+    );
+    assert_eq!(
+        refused(json!("x")),
+        "invalid plugin_config: invalid type: string \"x\", expected struct RawConfig; see docs/configuration.md for the accepted keys"
+    );
+    assert_eq!(
+        refused(json!(["h:1", "d", "t"])),
+        "invalid plugin_config: invalid length 3, expected struct RawConfig with 33 elements; see docs/configuration.md for the accepted keys"
+    );
+    assert_eq!(
+        refused(Value::Array(vec![Value::Null; 34])),
+        "invalid plugin_config: invalid length 34, expected fewer elements in array; see docs/configuration.md for the accepted keys"
+    );
+    // An array of one value per key, in declaration order, is read as the object of them.
+    let mut values = vec![Value::Null; keys().len()];
+    values[..3].clone_from_slice(&[json!("127.0.0.1:9123"), json!("fluss"), json!("orders")]);
+    let position = |key| keys().iter().position(|k| *k == key).unwrap();
+    values[position("batch_size")] = json!("250");
+    let c = Config::parse(&Value::Array(values.clone()).to_string()).unwrap();
+    assert_eq!(c, parse(json!({"batch_size": 250})).unwrap());
+    values[position("batch_size")] = json!(0);
+    let e = Config::parse(&Value::Array(values).to_string()).unwrap_err();
+    assert_eq!(e.key, "batch_size");
+}
+
+#[test]
+fn null_is_an_unset_key() {
+    let mut nulls = json!({});
+    for key in keys() {
+        nulls[*key] = Value::Null;
+    }
+    let e = Config::parse(&nulls.to_string()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid plugin_config: `bootstrap_servers` is required"
+    );
+    nulls["database"] = json!("fluss");
+    nulls["table"] = json!("orders");
+    nulls["bootstrap_servers"] = json!("127.0.0.1:9123");
+    assert_eq!(Config::parse(&nulls.to_string()), parse(json!({})));
+}
+
+#[test]
+fn of_several_faults_required_keys_come_first_then_declaration_order_then_pairs() {
+    // `table_type` is declared before `batch_size` (the object's own order is alphabetical).
+    let e = error_for(json!({"batch_size": 0, "table_type": "x"}));
+    assert_eq!(e.key, "table_type");
+    // Required keys, missing or refused, before any other key.
+    let e = Config::parse(r#"{"batch_size":0,"database":"d","table":"t"}"#).unwrap_err();
+    assert_eq!(e.key, "bootstrap_servers");
+    let e = Config::parse(r#"{"batch_size":0,"bootstrap_servers":"h:1","table":""}"#).unwrap_err();
+    assert_eq!(e.key, "database");
+    let e = error_for(json!({"batch_size": 0, "table": ""}));
+    assert_eq!(e.key, "table");
+    // The checks between keys come after every key.
+    let e = error_for(json!({"sasl_password": "p", "snapshot_dir": ""}));
+    assert_eq!(e.key, "snapshot_dir");
+    let e = error_for(json!({"sasl_password": "p", "instance_count": 0}));
+    assert_eq!(e.key, "sasl_username");
+}
