@@ -77,8 +77,8 @@ impl Snapshots {
 
     /// Takes the snapshot of `key` and queues it in `buckets`; a bucket without a KV snapshot
     /// is read from its changelog instead. Returns the offset the bucket's changelog
-    /// continues at, for the scanner to subscribe. A transient failure is logged and retried
-    /// later (`None`).
+    /// continues at, for the scanner to subscribe; `None` when there is none to subscribe:
+    /// `buckets` does not read `key`, or a transient failure was logged, to be retried later.
     pub(super) async fn take(
         &mut self,
         key: BucketKey,

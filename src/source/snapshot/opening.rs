@@ -118,7 +118,6 @@ impl Opening {
             started,
             taken_at,
             continue_at: taken_at,
-            exact: true,
             disk_bytes,
             skipped,
             first_index: skipped,
