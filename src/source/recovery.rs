@@ -1,5 +1,5 @@
-//! Getting back on track: a failed client poll, a Nack, an offset the log no longer holds, an
-//! outage the liveness probe notices. [`Scan`] is the changelog scanner, or the need to build
+//! Getting back on track: a failed client poll, a Nack, an offset outside the log, an outage
+//! the liveness probe notices. [`Scan`] is the changelog scanner, or the need to build
 //! it again: fluss-rs' own position is unknown after an error and a re-seek can race a fetch
 //! in flight, so every recovery ends with the scanner rebuilt at the source's own positions.
 

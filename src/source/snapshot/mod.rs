@@ -391,7 +391,8 @@ fn unanswered_if_gone<T>(key: BucketKey, opened: Result<T>) -> Result<T> {
     }
 }
 
-/// Whether `error` says the coordinator no longer knows the KV snapshot asked for.
+/// Whether `error` says the coordinator does not know the KV snapshot asked for (it was
+/// deleted).
 fn snapshot_not_found(error: &Error) -> bool {
     matches!(error, Error::Fluss { cause, .. }
         if cause.api_error() == Some(fluss::error::FlussError::KvSnapshotNotExist))
