@@ -263,7 +263,6 @@ fn opened(plan: &BucketPlan, skip: u64, first_index: u64, per_batch: usize) -> O
         started: Instant::now(),
         taken_at: plan.start,
         continue_at: plan.start,
-        exact: true,
         disk_bytes: 0,
         skipped: skip,
         first_index,

@@ -6,13 +6,15 @@ use std::sync::Arc;
 use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::error::FlussError;
 use fluss::metadata::{DataField, TableInfo, TablePath};
-use fluss::{BucketId, TableId};
+use fluss::{BucketId, PartitionId, TableId};
 
 use crate::client::connect::{call, CALL_TIMEOUT};
 use crate::config::options::TableType;
 use crate::config::Config;
 use crate::error::{Error, Fault, Result};
+use crate::position::BucketKey;
 use crate::schemas::Schemas;
+use crate::scope::share::Assignment;
 
 /// The resolved table and what the source reads of it. Cloning shares the connection.
 #[derive(Clone)]
@@ -108,6 +110,31 @@ impl Table {
     /// Number of buckets per table (or per partition).
     pub fn buckets(&self) -> BucketId {
         self.info.get_num_buckets()
+    }
+
+    /// Every bucket of the table, or of each given partition, that `assignment` gives this
+    /// instance.
+    pub fn bucket_keys(
+        &self,
+        assignment: Assignment,
+        partitions: impl IntoIterator<Item = PartitionId>,
+    ) -> Vec<BucketKey> {
+        let buckets = 0..self.buckets();
+        let mut keys: Vec<BucketKey> = if self.info.is_partitioned() {
+            partitions
+                .into_iter()
+                .flat_map(|p| {
+                    buckets.clone().map(move |bucket| BucketKey {
+                        partition: Some(p),
+                        bucket,
+                    })
+                })
+                .collect()
+        } else {
+            buckets.map(BucketKey::bucket).collect()
+        };
+        keys.retain(|key| assignment.owns(key));
+        keys
     }
 }
 

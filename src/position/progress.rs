@@ -1,9 +1,13 @@
 //! In-memory staging of positions: what makes delivery at-least-once.
 //!
 //! `poll` stages the next offset of every bucket it read from; only an Ack commits the staged
-//! positions, a Nack drops them. What is persisted is a separate concern ([`crate::state`]).
+//! positions, a Nack drops them. How a state is encoded is a separate concern
+//! ([`crate::state`]); which positions it holds is decided here.
 
-use std::collections::VecDeque;
+use std::borrow::Cow;
+use std::collections::{HashSet, VecDeque};
+
+use fluss::PartitionId;
 
 use super::{BucketKey, Offsets, Position, Positions};
 
@@ -13,6 +17,10 @@ use super::{BucketKey, Offsets, Position, Positions};
 pub struct Progress {
     committed: Positions,
     staged: VecDeque<Staged>,
+    /// Saved positions of partitions that still exist but `partitions` does not select:
+    /// never read, and kept in every state, so widening the selection again resumes those
+    /// partitions where they stopped instead of at `starting_offset`.
+    set_aside: Positions,
 }
 
 /// What one batch handed over stages until it is answered.
@@ -50,7 +58,30 @@ impl Progress {
         Self {
             committed,
             staged: VecDeque::new(),
+            set_aside: Positions::new(),
         }
+    }
+
+    /// Keeps the positions of `saved` (a saved state's) that belong to the partitions in
+    /// `left_out` in every state (see [`Progress::saved`]).
+    pub fn with_set_aside(self, saved: &Positions, left_out: &HashSet<PartitionId>) -> Self {
+        let set_aside = saved
+            .iter()
+            .filter(|(key, _)| key.partition.is_some_and(|p| left_out.contains(&p)))
+            .map(|(key, position)| (*key, *position))
+            .collect();
+        Self { set_aside, ..self }
+    }
+
+    /// What a state handed over at `positions` saves: `positions` plus the set-aside ones (a
+    /// bucket read wins, though none is in both).
+    pub fn saved<'a>(&self, positions: &'a Positions) -> Cow<'a, Positions> {
+        if self.set_aside.is_empty() {
+            return Cow::Borrowed(positions);
+        }
+        let mut all = self.set_aside.clone();
+        all.extend(positions.iter().map(|(key, position)| (*key, *position)));
+        Cow::Owned(all)
     }
 
     /// Positions acknowledged by the runtime.
@@ -183,6 +214,42 @@ mod tests {
             &at(20),
             "an Ack with nothing staged changes nothing"
         );
+    }
+
+    fn key(partition: Option<PartitionId>, bucket: fluss::BucketId) -> BucketKey {
+        BucketKey { partition, bucket }
+    }
+
+    #[test]
+    fn positions_of_left_out_partitions_stay_in_every_state() {
+        let saved = Positions::from([
+            (key(Some(1), 0), Position::At(40)),
+            (key(Some(2), 0), Position::At(7)),
+            (key(Some(2), 1), Position::At(9)),
+            (key(Some(3), 0), Position::At(5)),
+        ]);
+        // Partition 2 exists but is not selected; 3 is gone (not listed at all).
+        let read = Positions::from([(key(Some(1), 0), Position::At(40))]);
+        let progress = Progress::new(read).with_set_aside(&saved, &HashSet::from([2]));
+        assert_eq!(
+            progress.current(),
+            &Positions::from([(key(Some(1), 0), Position::At(40))]),
+            "set-aside positions are not read"
+        );
+        let now = Positions::from([(key(Some(1), 0), Position::At(55))]);
+        assert_eq!(
+            progress.saved(&now).into_owned(),
+            Positions::from([
+                (key(Some(1), 0), Position::At(55)),
+                (key(Some(2), 0), Position::At(7)),
+                (key(Some(2), 1), Position::At(9))
+            ])
+        );
+        let unpartitioned = Progress::new(Positions::new()).with_set_aside(
+            &Positions::from([(key(None, 0), Position::At(3))]),
+            &HashSet::from([2]),
+        );
+        assert!(matches!(unpartitioned.saved(&now), Cow::Borrowed(_)));
     }
 
     #[test]

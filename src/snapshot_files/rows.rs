@@ -84,18 +84,31 @@ pub struct KvRows {
     // so that an iterator can borrow it while the rows are read into `self`.
     db: Arc<DB>,
     copy: LocalCopy,
+    decoding: Decoding,
+    batch_rows: usize,
+    next: Next,
+    /// Rows read so far.
+    pub read: u64,
+}
+
+/// How the values are turned into batches of the scanned columns.
+struct Decoding {
     row_type: RowType,
     schema_id: i16,
     versions: Versions,
     /// The direct decoder, when every column has a type it decodes (else `versions`).
     direct: Option<Direct>,
     projection: Option<Vec<usize>>,
-    batch_rows: usize,
-    /// The last key read: the next batch starts after it (`None`: from the first key).
-    last_key: Option<Box<[u8]>>,
-    done: bool,
-    /// Rows read so far.
-    pub read: u64,
+}
+
+/// Where the next batch starts.
+enum Next {
+    /// At the first key.
+    First,
+    /// After this key, the last one read.
+    After(Box<[u8]>),
+    /// Nowhere: every row was read.
+    End,
 }
 
 impl KvRows {
@@ -135,14 +148,15 @@ impl KvRows {
             key,
             db: Arc::new(db),
             copy,
-            row_type: layout.row_type.clone(),
-            schema_id: layout.schema_id,
-            versions,
-            direct,
-            projection: layout.projection.clone(),
+            decoding: Decoding {
+                row_type: layout.row_type.clone(),
+                schema_id: layout.schema_id,
+                versions,
+                direct,
+                projection: layout.projection.clone(),
+            },
             batch_rows: batch_rows.max(1),
-            last_key: None,
-            done: false,
+            next: Next::First,
             read: 0,
         })
     }
@@ -176,9 +190,13 @@ impl KvRows {
             iter.next();
         }
         self.check(&iter)?;
-        self.done = !iter.valid();
+        let end = !iter.valid();
         drop(iter);
-        self.last_key = (skipped > 0).then(|| last.into_boxed_slice());
+        self.next = match (end, skipped > 0) {
+            (true, _) => Next::End,
+            (false, true) => Next::After(last.into_boxed_slice()),
+            (false, false) => Next::First,
+        };
         self.read = skipped;
         Ok(skipped)
     }
@@ -234,37 +252,39 @@ impl RowBatches for KvRows {
 impl KvRows {
     /// Moves `iter` to the first key not read yet.
     fn seek(&self, iter: &mut DBRawIterator<'_>) {
-        match &self.last_key {
-            Some(last) => {
+        match &self.next {
+            Next::After(last) => {
                 iter.seek(last);
                 if iter.valid() && iter.key() == Some(&last[..]) {
                     iter.next();
                 }
             }
-            None => iter.seek_to_first(),
+            Next::First => iter.seek_to_first(),
+            // Nothing is read from it.
+            Next::End => {}
         }
     }
 
     /// The next batch from `iter`, which stands at the first key not read yet.
     fn batch_from(&mut self, iter: &mut DBRawIterator<'_>) -> Result<Option<RecordBatch>> {
-        if self.done {
+        if matches!(self.next, Next::End) {
             return Ok(None);
         }
-        let batch = match self.direct.take() {
+        let batch = match self.decoding.direct.take() {
             Some(mut direct) => {
                 let rows = self.read_values(iter, |id, value| direct.append(id, value))?;
                 let batch = (rows > 0)
                     .then(|| direct.finish())
                     .transpose()
                     .map_err(|e| self.corrupt(e.to_string()))?;
-                self.direct = Some(direct);
+                self.decoding.direct = Some(direct);
                 batch
             }
             None => {
-                let mut builder = RowAppendRecordBatchBuilder::new(&self.row_type)
+                let mut builder = RowAppendRecordBatchBuilder::new(&self.decoding.row_type)
                     .map_err(|e| self.corrupt(e.to_string()))?;
                 // A clone (an `Arc` per schema version): `read_values` borrows `self`.
-                let versions = self.versions.clone();
+                let versions = self.decoding.versions.clone();
                 let append = |id, value: &[u8]| {
                     let row = versions.decode(id, value).ok_or(Refused::Schema(id))?;
                     let appended = builder.append(&row);
@@ -282,10 +302,10 @@ impl KvRows {
             }
         };
         let Some(batch) = batch else {
-            self.done = true;
+            self.next = Next::End;
             return Ok(None);
         };
-        let batch = match &self.projection {
+        let batch = match &self.decoding.projection {
             Some(columns) => batch
                 .project(columns)
                 .map_err(|e| self.corrupt(e.to_string()))?,
@@ -316,7 +336,7 @@ impl KvRows {
                 Refused::Schema(found) => Error::SnapshotSchema {
                     key: self.key,
                     found,
-                    expected: self.schema_id,
+                    expected: self.decoding.schema_id,
                 },
                 Refused::Corrupt(cause) => self.corrupt(cause),
             })?;
@@ -329,9 +349,10 @@ impl KvRows {
             iter.next();
         }
         self.check(iter)?;
-        self.done = !iter.valid();
-        if let Some(last) = last {
-            self.last_key = Some(last);
+        if !iter.valid() {
+            self.next = Next::End;
+        } else if let Some(last) = last {
+            self.next = Next::After(last);
         }
         self.read += rows as u64;
         Ok(rows)

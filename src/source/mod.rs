@@ -1,6 +1,13 @@
 //! `FlussSource`: the [`Source`] the runtime drives. It wires the modules together: open
 //! checks (connect), positions (state), reading (scan), message building (encode).
 //!
+//! Each concern owns its state, in a file of its own, and is handed the other pieces it
+//! needs: [`recovery`] the scanner (or the need to rebuild it), [`upkeep`] the timers of the
+//! work between batches, [`bounded`] a bounded read's stop point and end, [`snapshot`] the
+//! snapshot phase's lease, credentials and the bucket opened ahead, [`queue`] the buckets
+//! read and their queued records, [`Progress`] the positions. [`discover`] and
+//! [`schema_changes`] act on several of them; `FlussSource` only wires them together.
+//!
 //! Delivery: `poll` gathers records from several client polls into one batch, stages the next
 //! offset of every bucket it consumed and puts those positions into the batch's state; the
 //! runtime persists that state before it acks. `on_batch_result(Ack)` commits the staged
@@ -12,95 +19,58 @@
 //! overlap on two cores. Each answered batch therefore has its own staged positions ([`Progress`]); a
 //! Nack drops them all, including those of the batch prepared behind it.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use fluss::record::{ScanRecord, ScanRecords};
-use fluss::PartitionId;
-use iggy_connector_sdk::{ConnectorState, ProducedMessages, Schema, Source, SourceBatchResult};
+use fluss::record::ScanRecord;
+use iggy_connector_sdk::{ConnectorState, ProducedMessages, Source, SourceBatchResult};
 
 use crate::client::connect;
 use crate::client::discovery;
-use crate::client::kv_snapshot::credentials::RemoteCredentials;
 use crate::client::kv_snapshot::lease::Lease;
-use crate::client::offsets;
 use crate::client::scanner::Scanner;
-use crate::client::schema_fetch;
 use crate::client::table::Table;
 use crate::config::options::{IpcCompression, PayloadFormat};
 use crate::config::Config;
 use crate::encode::batch::Batch;
-use crate::encode::stamp::Stamper;
 use crate::encode::Encoder;
-use crate::error::{Error, Result};
+use crate::error::{Error, Fault, Result};
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
-use crate::position::{BucketKey, Offsets, Positions};
-use crate::schemas::Change;
-use crate::scope::share::Assignment;
-use crate::scope::stop::Bound;
+use crate::position::{BucketKey, Offsets, Position, Positions};
+use crate::source::bounded::BoundedRead;
 use crate::source::queue::Buckets;
-use crate::source::snapshot_ahead::OpenAhead;
+use crate::source::recovery::{Scan, RETRY_PAUSE};
+use crate::source::snapshot::Snapshots;
 use crate::source::telemetry::Telemetry;
+use crate::source::upkeep::Upkeep;
 use crate::state::{SavedState, Scope};
 
-mod finish;
+mod bounded;
+mod discover;
 mod open;
 pub mod queue;
 mod recovery;
-mod snapshot_ahead;
-mod snapshot_phase;
+mod schema_changes;
+mod snapshot;
 pub mod telemetry;
 mod upkeep;
 
-/// Pause after a failed client poll before trying again.
-const RETRY_PAUSE: Duration = Duration::from_millis(500);
-/// fluss-rs' `poll` returns nothing, without an error, while the servers are down. After this
-/// long without records the source asks the cluster for its offsets, so an outage shows up as
-/// a WARN instead of a silent stall.
-const LIVENESS_INTERVAL: Duration = Duration::from_secs(5);
-/// How long that liveness probe may take.
-const LIVENESS_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The Fluss source connector.
+/// The Fluss source connector: the wiring of the parts below, each of which owns its state.
 pub struct FlussSource {
     config: Config,
     table: Table,
-    /// `None` when the scanner must be rebuilt at `progress.current()` before the table is
-    /// read again: a rebuild (after a fault or a Nack) failed transiently, the cluster
-    /// answered again after an outage, or a poll error ended the poll (the read-ahead task
-    /// stops at an error).
-    scanner: Option<Scanner>,
+    /// The changelog scanner, or the need to rebuild it at `progress.current()`.
+    scan: Scan,
     progress: Progress,
     buckets: Buckets,
     encoder: Box<dyn Encoder>,
-    schema: Schema,
-    last_discovery: Instant,
-    /// Since when client polls return nothing (`None` while records arrive).
-    idle_since: Option<Instant>,
-    last_liveness: Instant,
-    /// When the high watermarks were last listed for the metrics, and that listing's task
-    /// (`None`: not yet).
-    last_watermarks: Option<(Instant, tokio::task::JoinHandle<()>)>,
     telemetry: Telemetry,
-    /// Where a bounded read stops (`stopping_offset`); unbounded by default.
-    bound: Bound,
-    /// The stop point was taken at this open and no acknowledged state holds it yet, so the
-    /// next poll hands over a state even if no position moved (a restart must stop at the
-    /// same place, even when every bucket was empty).
-    stop_unsaved: bool,
-    /// The `finished` line was logged.
-    finished: bool,
-    /// Saved positions of partitions that still exist but `partitions` no longer selects:
-    /// every state keeps them, so widening the selection again resumes those partitions
-    /// where they stopped instead of at `starting_offset`.
-    set_aside: Positions,
-    /// The KV snapshot lease of the buckets taking their snapshot.
-    lease: Lease,
-    /// Credentials for KV snapshot files on an object store (fetched on first need).
-    remote_credentials: RemoteCredentials,
-    /// The next bucket's snapshot, opened while the one before it is handed over.
-    ahead: Option<OpenAhead>,
+    /// When the work between batches is due.
+    upkeep: Upkeep,
+    /// Where a bounded read (`stopping_offset`) stops, and how far it got.
+    bounded: BoundedRead,
+    /// The snapshot phase (`starting_offset = "full"`) between polls.
+    snapshots: Snapshots,
 }
 
 impl Source for FlussSource {
@@ -139,13 +109,9 @@ impl Source for FlussSource {
         } else {
             Default::default()
         };
-        let set_aside = saved
-            .as_ref()
-            .map(|s| set_aside(&s.positions, &left_out))
-            .unwrap_or_default();
-        let mut all_keys = bucket_keys(&table, config.assignment, partitions.keys().copied());
+        let mut all_keys = table.bucket_keys(config.assignment, partitions.keys().copied());
         let partitioned = table.info.is_partitioned().then_some(partitions.len());
-        let (bound, stop_unsaved) = finish::open(
+        let bounded = BoundedRead::open(
             &table,
             &all_keys,
             &partitions,
@@ -153,38 +119,23 @@ impl Source for FlussSource {
             saved.as_ref(),
         )
         .await?;
-        all_keys.retain(|key| bound.reads(key));
-        let mut committed = Positions::new();
-        let mut starts = Vec::with_capacity(all_keys.len());
-        let mut fresh = Vec::new();
-        for key in &all_keys {
-            match saved.as_ref().and_then(|s| s.positions.get(key)) {
-                Some(position) => {
-                    committed.insert(*key, *position);
-                    starts.push((*key, *position, "saved state"));
-                }
-                None => fresh.push(*key),
-            }
-        }
-        let resolved =
-            offsets::starting(&table, &fresh, &partitions, config.starting_offset).await?;
-        for (key, position) in resolved {
-            committed.insert(key, position);
-            starts.push((key, position, "starting_offset"));
-        }
-        starts.sort_by_key(|(k, _, _)| *k);
-        let mut stamper = Stamper::new(table.id(), &qualified, config.headers)?;
-        if table.primary_key {
-            stamper = stamper.with_primary_key(table.info.get_primary_keys())?;
-        }
+        all_keys.retain(|key| bounded.bound().reads(key));
+        let (committed, starts) = open::starts(
+            &table,
+            &all_keys,
+            &partitions,
+            saved.as_ref(),
+            config.starting_offset,
+        )
+        .await?;
+        let stamper = open::stamper(&table, &qualified, config.headers)?;
         let scanner = Scanner::build(
             &table,
-            &bound.unfinished(&committed),
+            &bounded.bound().unfinished(&committed),
             connect::readers(&config),
         )
         .await?;
-        let summary =
-            open::summary(&config, &table, partitions.len()) + &finish::share(&config, &bound);
+        let summary = open::summary(&config, &table, partitions.len(), bounded.bound().stop());
         telemetry.opened(&summary, &starts);
         if let Some(warning) = key_order {
             telemetry.warn(&warning);
@@ -201,27 +152,22 @@ impl Source for FlussSource {
         }
         telemetry.metrics.committed(&committed);
         telemetry.metrics.partitions(&partitions);
+        let mut progress = Progress::new(committed);
+        if let Some(saved) = &saved {
+            progress = progress.with_set_aside(&saved.positions, &left_out);
+        }
         let lease = Lease::new(id, table.id(), config.assignment.index);
         Ok(Self {
-            schema: open::batch_schema(&config),
-            config,
-            table,
-            scanner: Some(scanner),
-            progress: Progress::new(committed),
+            scan: Scan::Reading(scanner),
+            progress,
             buckets: Buckets::new(stamper, partitions, &all_keys)?.with_filter(filter),
             encoder,
-            last_discovery: Instant::now(),
-            idle_since: None,
-            last_liveness: Instant::now(),
-            last_watermarks: None,
             telemetry,
-            bound,
-            stop_unsaved,
-            finished: false,
-            set_aside,
-            lease,
-            remote_credentials: RemoteCredentials::default(),
-            ahead: None,
+            upkeep: Upkeep::new(Instant::now()),
+            bounded,
+            snapshots: Snapshots::new(lease),
+            config,
+            table,
         })
     }
 
@@ -249,8 +195,7 @@ impl Source for FlussSource {
     async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {
         match result {
             SourceBatchResult::Ack => {
-                // Every state handed over holds the stop point.
-                self.stop_unsaved = false;
+                self.bounded.acknowledged();
                 let committed = self.progress.commit();
                 self.telemetry.acknowledged(committed.tally);
                 self.telemetry.metrics.acknowledged(
@@ -272,7 +217,7 @@ impl Source for FlussSource {
         // Also the snapshots being handed over: their local copies are removed. Their lease
         // stays, so a restart goes on with the same snapshots (or it expires).
         self.buckets.clear_all();
-        self.discard_ahead().await;
+        self.snapshots.discard_ahead().await;
         self.telemetry.closed();
         // Unregisters this connector's metrics (and frees the port if it was the last).
         self.telemetry.metrics = Metrics::off();
@@ -284,7 +229,7 @@ impl FlussSource {
     /// One batch: the body of [`Source::poll`].
     async fn produce(&mut self) -> Result<ProducedMessages> {
         self.maintain().await?;
-        if self.bound.finished(self.progress.current()) {
+        if self.bounded.bound().finished(self.progress.current()) {
             return self.idle_when_finished().await;
         }
         let deadline = Instant::now() + self.config.poll_interval;
@@ -300,18 +245,24 @@ impl FlussSource {
             encode_time += started.elapsed();
             let (fetched, kept) = self.buckets.take_snapshot_rows();
             self.telemetry.metrics.fetched(fetched, kept);
-            self.snapshots_settled().await;
+            if self
+                .snapshots
+                .settled(&mut self.buckets, &self.table, &mut self.telemetry)
+                .await
+            {
+                self.scan.go_stale();
+            }
             let now = Instant::now();
             if batch.is_full() || now >= deadline {
                 break;
             }
-            if let Some(key) = self.snapshot_due(&positions) {
+            if let Some(key) = snapshot::due(&self.buckets, &positions) {
                 self.take_snapshot(key, &mut positions).await?;
                 continue;
             }
-            let Some(scanner) = self.scanner.as_mut() else {
-                self.rebuild(&positions.clone()).await?;
-                if self.scanner.is_none() {
+            let Some(scanner) = self.scan.scanner() else {
+                self.rebuild(&positions).await?;
+                if self.scan.is_stale() {
                     // Still unreachable: hand over what there is and try again next poll.
                     tokio::time::sleep(RETRY_PAUSE.min(deadline - now)).await;
                     break;
@@ -321,11 +272,18 @@ impl FlussSource {
             match scanner.poll(deadline - now).await {
                 Ok(records) => {
                     if records.is_empty() {
-                        self.idle_since.get_or_insert(now);
+                        self.upkeep.nothing_arrived(now);
                     } else {
-                        self.idle_since = None;
+                        self.upkeep.not_idle();
                         self.telemetry.recovered();
-                        if let Err(error) = self.learn_schemas(&records).await {
+                        let learnt = schema_changes::learn(
+                            &records,
+                            &self.table,
+                            &self.config,
+                            &self.telemetry,
+                        )
+                        .await;
+                        if let Err(error) = learnt {
                             // The records are dropped with the scanner and read again.
                             self.recover(error, &mut positions).await?;
                             continue;
@@ -336,7 +294,9 @@ impl FlussSource {
                                 bucket: bucket.bucket_id(),
                             };
                             let mut records = records;
-                            self.bound.trim(&key, &mut records, ScanRecord::offset);
+                            self.bounded
+                                .bound()
+                                .trim(&key, &mut records, ScanRecord::offset);
                             let fetched = records.len();
                             let kept = self.buckets.queue(key, records)?;
                             self.telemetry.metrics.fetched(fetched, kept);
@@ -346,7 +306,11 @@ impl FlussSource {
                 Err(error) => self.recover(error, &mut positions).await?,
             }
         }
-        self.unsubscribe_done(&positions).await;
+        // Buckets this poll finished leave the scanner: it stops fetching rows that would
+        // only be trimmed.
+        for key in self.bounded.reached(self.progress.current(), &positions) {
+            self.scan.unsubscribe(key).await;
+        }
         if self.telemetry.metrics.enabled() {
             self.telemetry
                 .metrics
@@ -377,39 +341,33 @@ impl FlussSource {
             self.telemetry.batch(count, records, bytes, encode_time);
         }
         Ok(ProducedMessages {
-            schema: self.schema,
+            schema: open::batch_schema(&self.config),
             messages,
             state,
         })
     }
-}
 
-impl FlussSource {
-    /// Registers the schema versions of polled batches written after an `ADD COLUMN`,
-    /// logging each change once.
-    async fn learn_schemas(&mut self, records: &ScanRecords) -> Result<()> {
-        for records in records.records_by_buckets().values() {
-            let changes = schema_fetch::learn(&self.table, records).await?;
-            self.schema_changed(&changes);
+    /// A poll once every bucket reached its stop: nothing more is read. The `finished`
+    /// line is logged once everything delivered was acknowledged; a stop point not saved yet
+    /// still goes out in a batch of its own.
+    async fn idle_when_finished(&mut self) -> Result<ProducedMessages> {
+        self.upkeep.not_idle();
+        if let Some(stops) = self.bounded.finish(self.progress.committed()) {
+            self.telemetry.finished(stops);
         }
-        Ok(())
-    }
-
-    /// Logs schema changes, and what the open-time checks of the runtime's JSON re-encoding
-    /// (key order, wide decimals) say about the newest columns: the stream goes on either way.
-    pub(super) fn schema_changed(&self, changes: &[Change]) {
-        if changes.is_empty() {
-            return;
+        let state = self.stage(
+            self.progress.current().clone(),
+            Tally::default(),
+            Offsets::new(),
+        )?;
+        if state.is_none() {
+            tokio::time::sleep(self.config.poll_interval.max(Duration::from_millis(1))).await;
         }
-        for change in changes {
-            self.telemetry.schema_changed(change);
-        }
-        let fields = &self.table.schemas.latest().fields;
-        match open::runtime_json::check(&self.config, fields, self.table.primary_key) {
-            Ok(None) => {}
-            Ok(Some(warning)) => self.telemetry.warn(&warning),
-            Err(error) => self.telemetry.warn(&error.to_string()),
-        }
+        Ok(ProducedMessages {
+            schema: open::batch_schema(&self.config),
+            messages: Vec::new(),
+            state,
+        })
     }
 
     /// Stages `positions` for the batch being handed over and returns the state it carries.
@@ -423,121 +381,179 @@ impl FlussSource {
         tally: Tally,
         times: Offsets,
     ) -> Result<Option<ConnectorState>> {
-        let force = tally.messages > 0 || self.stop_unsaved && !self.progress.has_staged();
+        let force = tally.messages > 0 || self.bounded.stop_due(self.progress.has_staged());
         if &positions == self.progress.current() && !force {
             return Ok(None);
         }
         let scope = Scope {
             assignment: self.config.assignment,
-            stop: self.bound.stop(),
-        };
-        let kept;
-        let persisted = if self.set_aside.is_empty() {
-            &positions
-        } else {
-            kept = with_set_aside(&positions, &self.set_aside);
-            &kept
+            stop: self.bounded.bound().stop(),
         };
         let state = SavedState::encode(
             self.table.id(),
             &self.config.qualified_table(),
-            persisted,
+            &self.progress.saved(&positions),
             scope,
         )?;
         self.progress.stage(positions, tally, times);
         Ok(Some(state))
     }
-}
 
-/// The saved positions of the partitions in `left_out`.
-fn set_aside(saved: &Positions, left_out: &HashSet<PartitionId>) -> Positions {
-    saved
-        .iter()
-        .filter(|(key, _)| key.partition.is_some_and(|p| left_out.contains(&p)))
-        .map(|(key, position)| (*key, *position))
-        .collect()
-}
-
-/// `positions` plus the set-aside ones (a bucket read now wins, though none is in both).
-fn with_set_aside(positions: &Positions, set_aside: &Positions) -> Positions {
-    let mut all = set_aside.clone();
-    all.extend(positions.iter().map(|(key, position)| (*key, *position)));
-    all
-}
-
-/// Every bucket of the table, or of each given partition, that `assignment` gives this
-/// instance.
-fn bucket_keys(
-    table: &Table,
-    assignment: Assignment,
-    partitions: impl IntoIterator<Item = PartitionId>,
-) -> Vec<BucketKey> {
-    let mut keys = all_bucket_keys(table, partitions);
-    keys.retain(|key| assignment.owns(key));
-    keys
-}
-
-fn all_bucket_keys(
-    table: &Table,
-    partitions: impl IntoIterator<Item = PartitionId>,
-) -> Vec<BucketKey> {
-    let buckets = 0..table.buckets();
-    if table.info.is_partitioned() {
-        partitions
-            .into_iter()
-            .flat_map(|p| {
-                buckets.clone().map(move |bucket| BucketKey {
-                    partition: Some(p),
-                    bucket,
-                })
-            })
-            .collect()
-    } else {
-        buckets.map(BucketKey::bucket).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use fluss::BucketId;
-
-    use super::*;
-    use crate::position::Position;
-
-    fn key(partition: Option<PartitionId>, bucket: BucketId) -> BucketKey {
-        BucketKey { partition, bucket }
-    }
-
-    #[test]
-    fn positions_of_left_out_partitions_stay_in_every_state() {
-        let saved = Positions::from([
-            (key(Some(1), 0), Position::At(40)),
-            (key(Some(2), 0), Position::At(7)),
-            (key(Some(2), 1), Position::At(9)),
-            (key(Some(3), 0), Position::At(5)),
-        ]);
-        // Partition 2 exists but is not selected; 3 is gone (not listed at all).
-        let aside = set_aside(&saved, &HashSet::from([2]));
-        assert_eq!(
-            aside,
-            Positions::from([
-                (key(Some(2), 0), Position::At(7)),
-                (key(Some(2), 1), Position::At(9))
-            ])
-        );
-        let now = Positions::from([(key(Some(1), 0), Position::At(55))]);
-        assert_eq!(
-            with_set_aside(&now, &aside),
-            Positions::from([
-                (key(Some(1), 0), Position::At(55)),
-                (key(Some(2), 0), Position::At(7)),
-                (key(Some(2), 1), Position::At(9))
-            ])
-        );
-        assert!(set_aside(
-            &Positions::from([(key(None, 0), Position::At(3))]),
-            &HashSet::from([2])
+    /// Periodic work between batches: the liveness probe, partition discovery, the lease, the
+    /// progress line and the high watermarks. Failures here never stop the stream (they are
+    /// retried on the next poll), except a position past the log end under
+    /// `on_offset_out_of_range = "fail"`.
+    async fn maintain(&mut self) -> Result<()> {
+        if self.upkeep.liveness_due(Instant::now()) {
+            self.scan
+                .probe(
+                    &mut self.progress,
+                    &self.table,
+                    &self.config,
+                    self.buckets.partitions(),
+                    &mut self.telemetry,
+                )
+                .await?;
+        }
+        let interval = self.config.partition_discovery_interval;
+        if self.table.info.is_partitioned() && self.upkeep.discovery_due(Instant::now(), interval) {
+            if let Err(e) = self.discover().await {
+                self.telemetry.retrying("listing partitions failed", &e);
+            }
+        }
+        self.snapshots
+            .renew_lease(&self.table, &mut self.telemetry)
+            .await;
+        upkeep::progress_line(
+            &self.table,
+            &self.progress,
+            self.buckets.partitions(),
+            &mut self.telemetry,
         )
-        .is_empty());
+        .await;
+        self.upkeep.list_watermarks(
+            Instant::now(),
+            &self.telemetry.metrics,
+            &self.table,
+            &self.progress,
+            self.buckets.partitions(),
+        );
+        Ok(())
+    }
+
+    /// Subscribes new partitions from their earliest offset and forgets dropped ones.
+    async fn discover(&mut self) -> Result<()> {
+        let found = discover::find(
+            &self.table,
+            &self.config,
+            self.buckets.partitions(),
+            self.bounded.bound(),
+        )
+        .await?;
+        let Some(found) = found else {
+            return Ok(());
+        };
+        let dropped = discover::forget(
+            &found.changes.dropped,
+            &self.table,
+            self.config.assignment,
+            &mut self.buckets,
+            &mut self.progress,
+            &mut self.bounded,
+            &self.scan,
+        )
+        .await;
+        self.snapshots.discard_ahead_if_gone(&self.buckets).await;
+        let (added, starts) = discover::take_on(
+            &found,
+            &self.table,
+            &self.config,
+            &mut self.buckets,
+            &mut self.progress,
+        )
+        .await?;
+        // A failure leaves the scanner to be rebuilt, which subscribes every bucket at its
+        // committed position.
+        self.scan.subscribe(&starts).await?;
+        self.telemetry.partitions(&added, &dropped);
+        self.telemetry.metrics.partitions(self.buckets.partitions());
+        self.telemetry.metrics.committed(self.progress.committed());
+        Ok(())
+    }
+
+    /// Takes the snapshot of `key` (see [`Snapshots::take`]) and subscribes the scanner to
+    /// the changelog where the snapshot leaves off: its records queue behind the snapshot's
+    /// rows. A stale scanner's rebuild subscribes it (see [`Buckets::reading`]).
+    async fn take_snapshot(&mut self, key: BucketKey, positions: &mut Positions) -> Result<()> {
+        let taken = self
+            .snapshots
+            .take(
+                key,
+                positions,
+                &self.table,
+                &self.config,
+                &mut self.buckets,
+                &mut self.telemetry,
+            )
+            .await?;
+        let Some(continue_at) = taken else {
+            return Ok(());
+        };
+        let start: Positions = [(key, Position::At(continue_at))].into_iter().collect();
+        if let Err(error) = self.scan.subscribe(&start).await {
+            if error.fault() != Fault::Retry {
+                return Err(error);
+            }
+            self.telemetry
+                .retrying("subscribing to a snapshot's changelog failed", &error);
+        }
+        Ok(())
+    }
+
+    /// Handles a failed client poll (see [`Scan::recover`]); `positions` are where the batch
+    /// being built stands. After any poll error the scanner's own position is unknown: it
+    /// starts over from ours.
+    async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
+        self.scan
+            .recover(
+                error,
+                positions,
+                &self.table,
+                &self.config,
+                self.buckets.partitions(),
+                &mut self.telemetry,
+            )
+            .await?;
+        self.rebuild(positions).await
+    }
+
+    /// Replaces the scanner with one positioned at `positions`, dropping the records fetched
+    /// and queued (see [`Scan::rebuild`]).
+    async fn rebuild(&mut self, positions: &Positions) -> Result<()> {
+        self.buckets.clear_queued();
+        // Buckets a bounded read finished are not subscribed again; buckets taking their
+        // snapshot are subscribed at the offset their changelog continues at.
+        let reading = self
+            .buckets
+            .reading(&self.bounded.bound().unfinished(positions));
+        self.scan
+            .rebuild(
+                &self.table,
+                &reading,
+                connect::readers(&self.config),
+                &mut self.telemetry,
+            )
+            .await
+    }
+
+    /// Goes back to the committed positions after a Nack (if Fluss is unreachable, the next
+    /// poll retries the re-seek: the Nack must not stop the stream).
+    async fn rewind(&mut self) -> Result<()> {
+        let committed = self.progress.committed().clone();
+        // Snapshots not acknowledged whole are taken again (their buckets are pending in
+        // `committed`).
+        self.buckets.clear_all();
+        self.snapshots.discard_ahead().await;
+        self.rebuild(&committed).await
     }
 }

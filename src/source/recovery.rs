@@ -1,163 +1,286 @@
-//! Getting back on track: a failed client poll, a Nack, an offset the log no longer holds.
-//! Each ends with the scanner rebuilt at the source's own positions, since fluss-rs' own
-//! position is unknown after an error and a re-seek can race a fetch in flight.
+//! Getting back on track: a failed client poll, a Nack, an offset outside the log, an outage
+//! the liveness probe notices. [`Scan`] is the changelog scanner, or the need to build
+//! it again: fluss-rs' own position is unknown after an error and a re-seek can race a fetch
+//! in flight, so every recovery ends with the scanner rebuilt at the source's own positions.
+
+use std::time::Duration;
 
 use fluss::error::FlussError;
 use fluss::rpc::message::OffsetSpec;
 
-use super::{FlussSource, RETRY_PAUSE};
-use crate::client::connect::{self, call, CALL_TIMEOUT};
+use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::client::discovery::PartitionNames;
 use crate::client::offsets::{self, Reset};
 use crate::client::scanner::Scanner;
 use crate::client::table::{self, Table};
+use crate::config::Config;
 use crate::error::{table_missing, Error, Fault, Result};
-use crate::position::{BucketKey, Position, Positions};
+use crate::position::progress::Progress;
+use crate::position::{BucketKey, Offsets, Position, Positions};
+use crate::source::telemetry::Telemetry;
 
-impl FlussSource {
-    /// Handles a failed client poll; `positions` are where the batch being built stands.
-    /// Transient faults (including a failed re-seek) are logged at WARN and retried; a read the
-    /// server's ACLs refuse, or a read of a table that was dropped, is logged at ERROR (once,
-    /// then at most every 30 s) and retried, so the stream resumes by itself when READ is
-    /// granted again; only
-    /// `on_offset_out_of_range = "fail"` and unknown faults end the poll with an error.
-    pub(super) async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
-        // The read-ahead stops at an error, so the scanner must start over whatever happens
-        // below: the rebuild at the end replaces it, an early return leaves it to the next poll.
-        self.scanner = None;
-        match error.fault() {
-            Fault::OutOfRange => {
-                if let Err(reset) = self.reset_out_of_range(positions).await {
-                    if reset.fault() != Fault::Retry {
-                        return Err(reset);
-                    }
-                    // The rebuilt scanner hits the same offset again and the reset is retried.
-                    self.telemetry.retrying(
-                        "looking up the log range of an out-of-range bucket failed",
-                        &reset,
-                    );
-                    tokio::time::sleep(RETRY_PAUSE).await;
-                }
-            }
-            Fault::Retry if table_dropped(&self.table, &error).await => {
-                let dropped = Error::TableDropped {
-                    table: self.config.qualified_table(),
-                    table_id: self.table.id(),
-                };
-                self.telemetry.refused(&dropped);
-                tokio::time::sleep(RETRY_PAUSE).await;
-            }
-            Fault::Retry => {
-                self.telemetry.retrying("reading from Fluss failed", &error);
-                tokio::time::sleep(RETRY_PAUSE).await;
-            }
-            Fault::Auth => {
-                let refused = table::not_authorized(&self.config, error);
-                self.telemetry.refused(&format!(
-                    "{refused}; nothing is lost, the source keeps trying"
-                ));
-                tokio::time::sleep(RETRY_PAUSE).await;
-            }
-            Fault::Fatal => return Err(error),
+/// Pause after a failed client poll before trying again.
+pub(super) const RETRY_PAUSE: Duration = Duration::from_millis(500);
+/// How long the liveness probe may take.
+const LIVENESS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The changelog scanner, or the need to build it again before the table is read.
+pub(super) enum Scan {
+    /// Subscribed to every bucket read, at the source's positions.
+    Reading(Scanner),
+    /// To be rebuilt at the source's positions: a rebuild (after a fault or a Nack) failed
+    /// transiently, the cluster answered again after an outage, or a poll error ended the
+    /// poll (the read-ahead task stops at an error).
+    Stale,
+}
+
+impl Scan {
+    /// The scanner, `None` while it must be rebuilt.
+    pub(super) fn scanner(&mut self) -> Option<&mut Scanner> {
+        match self {
+            Self::Reading(scanner) => Some(scanner),
+            Self::Stale => None,
         }
-        // After any poll error the scanner's own position is unknown: start over from ours.
-        self.rebuild(&positions.clone()).await
     }
 
-    /// Replaces the scanner with one positioned at `positions`, dropping fetched records. A
-    /// transient failure (cluster unreachable) is logged, marks the scanner stale and is
+    /// Whether the scanner must be rebuilt before the table is read.
+    pub(super) fn is_stale(&self) -> bool {
+        matches!(self, Self::Stale)
+    }
+
+    /// Drops the scanner: the next read rebuilds it at the source's positions.
+    pub(super) fn go_stale(&mut self) {
+        *self = Self::Stale;
+    }
+
+    /// Replaces the scanner with one subscribed at `reading`, dropping what it fetched. A
+    /// transient failure (cluster unreachable) is logged and leaves the scan stale, to be
     /// retried on the next read instead of failing the stream.
-    pub(super) async fn rebuild(&mut self, positions: &Positions) -> Result<()> {
-        self.buckets.clear_queued();
-        self.scanner = None;
-        // Buckets a bounded read finished are not subscribed again; buckets taking their
-        // snapshot are subscribed at the offset their changelog continues at.
-        let reading = self.buckets.reading(&self.bound.unfinished(positions));
-        match Scanner::build(&self.table, &reading, connect::readers(&self.config)).await {
+    pub(super) async fn rebuild(
+        &mut self,
+        table: &Table,
+        reading: &Positions,
+        readers: usize,
+        telemetry: &mut Telemetry,
+    ) -> Result<()> {
+        // The old scanner's read-ahead tasks end before the new one subscribes.
+        self.go_stale();
+        match Scanner::build(table, reading, readers).await {
             Ok(scanner) => {
-                self.scanner = Some(scanner);
+                *self = Self::Reading(scanner);
                 Ok(())
             }
             Err(error) if error.fault() == Fault::Retry => {
-                self.telemetry
-                    .retrying("re-subscribing to the table failed", &error);
+                telemetry.retrying("re-subscribing to the table failed", &error);
                 Ok(())
             }
             Err(error) => Err(error),
         }
     }
 
-    /// Applies `on_offset_out_of_range` to every bucket whose position left the log.
-    pub(super) async fn reset_out_of_range(&mut self, positions: &mut Positions) -> Result<()> {
-        let keys: Vec<BucketKey> = positions
-            .iter()
-            .filter(|(_, position)| !position.is_snapshot())
-            .map(|(key, _)| *key)
-            .collect();
-        let earliest = offsets::list(
-            &self.table,
-            &keys,
-            self.buckets.partitions(),
-            OffsetSpec::Earliest,
-        )
-        .await?;
-        let latest = offsets::list(
-            &self.table,
-            &keys,
-            self.buckets.partitions(),
-            OffsetSpec::Latest,
-        )
-        .await?;
-        for (key, position) in positions.iter_mut() {
-            let (Some(&start), Some(&end)) = (earliest.get(key), latest.get(key)) else {
-                continue;
-            };
-            let Position::At(offset) = *position else {
-                continue;
-            };
-            match offsets::reset(offset, start, end, self.config.on_offset_out_of_range) {
-                Reset::Keep => {}
-                Reset::Fail => {
-                    return Err(Error::OffsetOutOfRange {
-                        table: self.config.qualified_table(),
-                        key: *key,
-                        offset,
-                        log_start: start,
-                        log_end: end,
-                    })
-                }
-                Reset::PastEnd { from, to } => {
-                    self.telemetry.past_end(*key, from, to);
-                    *position = Position::At(to);
-                }
-                Reset::Skip { from, to } => {
-                    self.telemetry
-                        .skipped(*key, from, to, "the log was truncated");
-                    *position = Position::At(to);
-                }
-                Reset::Snapshot { from, start } if self.table.primary_key => {
-                    self.telemetry.snapshot_again(*key, from, start);
-                    *position = Position::SNAPSHOT;
-                }
-                Reset::Snapshot { from, start } => {
-                    self.telemetry
-                        .skipped(*key, from, start, "the log was truncated");
-                    *position = Position::At(start);
+    /// Subscribes (or moves) buckets not read yet. A failure leaves the scan stale (a rebuild
+    /// subscribes every bucket at its position) and is returned; while stale, the rebuild
+    /// subscribes them.
+    pub(super) async fn subscribe(&mut self, positions: &Positions) -> Result<()> {
+        let Self::Reading(scanner) = self else {
+            return Ok(());
+        };
+        let subscribed = scanner.subscribe(positions).await;
+        if subscribed.is_err() {
+            self.go_stale();
+        }
+        subscribed
+    }
+
+    /// Stops reading bucket `key` (done, or its partition dropped). A failure only costs
+    /// fetches or warnings of the client, so it is ignored.
+    pub(super) async fn unsubscribe(&self, key: BucketKey) {
+        if let Self::Reading(scanner) = self {
+            let _ = scanner.unsubscribe(key).await;
+        }
+    }
+
+    /// Handles a failed client poll; `positions` are where the batch being built stands. The
+    /// scan is left stale, to be rebuilt at `positions` by the caller.
+    /// Transient faults (including a failed re-seek) are logged at WARN and retried; a read the
+    /// server's ACLs refuse, or a read of a table that was dropped, is logged at ERROR (once,
+    /// then at most every 30 s) and retried, so the stream resumes by itself when READ is
+    /// granted again; only `on_offset_out_of_range = "fail"` and unknown faults end the poll
+    /// with an error.
+    pub(super) async fn recover(
+        &mut self,
+        error: Error,
+        positions: &mut Positions,
+        table: &Table,
+        config: &Config,
+        partitions: &PartitionNames,
+        telemetry: &mut Telemetry,
+    ) -> Result<()> {
+        // The read-ahead stops at an error, so the scanner must start over whatever happens
+        // below: the caller's rebuild replaces it, an early return leaves it to the next poll.
+        self.go_stale();
+        match error.fault() {
+            Fault::OutOfRange => {
+                if let Err(reset) =
+                    reset_out_of_range(positions, table, config, partitions, telemetry).await
+                {
+                    if reset.fault() != Fault::Retry {
+                        return Err(reset);
+                    }
+                    // The rebuilt scanner hits the same offset again and the reset is retried.
+                    telemetry.retrying(
+                        "looking up the log range of an out-of-range bucket failed",
+                        &reset,
+                    );
+                    tokio::time::sleep(RETRY_PAUSE).await;
                 }
             }
+            Fault::Retry if table_dropped(table, &error).await => {
+                let dropped = Error::TableDropped {
+                    table: config.qualified_table(),
+                    table_id: table.id(),
+                };
+                telemetry.refused(&dropped);
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Fault::Retry => {
+                telemetry.retrying("reading from Fluss failed", &error);
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Fault::Auth => {
+                let refused = table::not_authorized(config, error);
+                telemetry.refused(&format!(
+                    "{refused}; nothing is lost, the source keeps trying"
+                ));
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Fault::Fatal => return Err(error),
         }
         Ok(())
     }
 
-    /// Goes back to the committed positions after a Nack (if Fluss is unreachable, the next
-    /// poll retries the re-seek: the Nack must not stop the stream).
-    pub(super) async fn rewind(&mut self) -> Result<()> {
-        let committed = self.progress.committed().clone();
-        // Snapshots not acknowledged whole are taken again (their buckets are pending in
-        // `committed`).
-        self.buckets.clear_all();
-        self.discard_ahead().await;
-        self.rebuild(&committed).await
+    /// The liveness probe, while no records arrive: asks the cluster for the high watermarks.
+    /// A failure is a WARN (fluss-rs itself only retries silently); the first answer after
+    /// one leaves the scan stale, so reading resumes even if the client's fetch state did not
+    /// survive the outage.
+    ///
+    /// A position past a high watermark means the log lost its tail (a single-replica tablet
+    /// server killed before its high-watermark checkpoint): the scanner would wait silently
+    /// and later skip the rows written at the reused offsets, so it is handled like any other
+    /// offset out of range, the new positions committed.
+    pub(super) async fn probe(
+        &mut self,
+        progress: &mut Progress,
+        table: &Table,
+        config: &Config,
+        partitions: &PartitionNames,
+        telemetry: &mut Telemetry,
+    ) -> Result<()> {
+        let keys: Vec<BucketKey> = progress.current().keys().copied().collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let probe = tokio::time::timeout(
+            LIVENESS_TIMEOUT,
+            offsets::list(table, &keys, partitions, OffsetSpec::Latest),
+        )
+        .await
+        .unwrap_or(Err(Error::Timeout {
+            op: "list_offsets",
+            after: LIVENESS_TIMEOUT,
+        }));
+        let latest = match probe {
+            Ok(latest) => latest,
+            Err(error) => {
+                telemetry.retrying("no records and Fluss does not answer", &error);
+                return Ok(());
+            }
+        };
+        if telemetry.faulted() {
+            telemetry.recovered();
+            self.go_stale();
+        }
+        if past_end(progress.current(), &latest) {
+            let mut positions = progress.current().clone();
+            match reset_out_of_range(&mut positions, table, config, partitions, telemetry).await {
+                Ok(()) => {
+                    for (key, position) in positions {
+                        progress.set_committed(key, position);
+                    }
+                    telemetry.metrics.committed(progress.committed());
+                    self.go_stale();
+                }
+                Err(error) if error.fault() == Fault::Retry => {
+                    telemetry.retrying("looking up the log range of a bucket failed", &error)
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
+}
+
+/// Whether some position of `positions` is past its bucket's high watermark in `latest`.
+fn past_end(positions: &Positions, latest: &Offsets) -> bool {
+    positions.iter().any(|(key, position)| {
+        latest
+            .get(key)
+            .is_some_and(|end| position.offset().is_some_and(|next| next > *end))
+    })
+}
+
+/// Applies `on_offset_out_of_range` to every bucket whose position left the log.
+async fn reset_out_of_range(
+    positions: &mut Positions,
+    table: &Table,
+    config: &Config,
+    partitions: &PartitionNames,
+    telemetry: &Telemetry,
+) -> Result<()> {
+    let keys: Vec<BucketKey> = positions
+        .iter()
+        .filter(|(_, position)| !position.is_snapshot())
+        .map(|(key, _)| *key)
+        .collect();
+    let earliest = offsets::list(table, &keys, partitions, OffsetSpec::Earliest).await?;
+    let latest = offsets::list(table, &keys, partitions, OffsetSpec::Latest).await?;
+    for (key, position) in positions.iter_mut() {
+        let (Some(&start), Some(&end)) = (earliest.get(key), latest.get(key)) else {
+            continue;
+        };
+        let Position::At(offset) = *position else {
+            continue;
+        };
+        match offsets::reset(offset, start, end, config.on_offset_out_of_range) {
+            Reset::Keep => {}
+            Reset::Fail => {
+                return Err(Error::OffsetOutOfRange {
+                    table: config.qualified_table(),
+                    key: *key,
+                    offset,
+                    log_start: start,
+                    log_end: end,
+                })
+            }
+            Reset::PastEnd { from, to } => {
+                telemetry.past_end(*key, from, to);
+                *position = Position::At(to);
+            }
+            Reset::Skip { from, to } => {
+                telemetry.skipped(*key, from, to, "the log was truncated");
+                *position = Position::At(to);
+            }
+            Reset::Snapshot { from, start } if table.primary_key => {
+                telemetry.snapshot_again(*key, from, start);
+                *position = Position::SNAPSHOT;
+            }
+            Reset::Snapshot { from, start } => {
+                telemetry.skipped(*key, from, start, "the log was truncated");
+                *position = Position::At(start);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether a failed read means the table is gone: the server could not find it (it says so
@@ -180,5 +303,42 @@ async fn table_dropped(table: &Table, error: &Error) -> bool {
         Ok(info) => info.get_table_id() != table.id(),
         Err(Error::Fluss { cause, .. }) => cause.api_error() == Some(FlussError::TableNotExist),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::position::samples::{offsets, positions};
+
+    #[test]
+    fn a_position_past_a_high_watermark_is_past_the_end() {
+        let at_end = offsets();
+        assert!(
+            !past_end(&positions(), &at_end),
+            "at the end is not past it"
+        );
+        let mut ahead = positions();
+        ahead.insert(BucketKey::bucket(2), Position::At(1));
+        assert!(past_end(&ahead, &at_end));
+        let mut snapshot = positions();
+        snapshot.insert(BucketKey::bucket(2), Position::SNAPSHOT);
+        assert!(
+            !past_end(&snapshot, &Offsets::from([(BucketKey::bucket(2), -1)])),
+            "a bucket in its snapshot phase has no offset to be past"
+        );
+        assert!(
+            !past_end(&ahead, &Offsets::new()),
+            "a bucket without an answer is not judged"
+        );
+    }
+
+    #[test]
+    fn a_stale_scan_has_no_scanner_until_rebuilt() {
+        let mut scan = Scan::Stale;
+        assert!(scan.is_stale());
+        assert!(scan.scanner().is_none());
+        scan.go_stale();
+        assert!(scan.is_stale());
     }
 }

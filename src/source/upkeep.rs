@@ -1,218 +1,239 @@
-//! Work between batches: the liveness probe while no records arrive, partition discovery and
-//! the progress line.
+//! Work between batches and when it is due: the liveness probe while no records arrive,
+//! partition discovery, the high watermarks for the metrics, and the progress line.
+//! [`Upkeep`] keeps the timers (each decision takes the time, so the rules are tested without
+//! waiting); the work itself is the owner's of what it touches ([`super::recovery`] probes,
+//! [`super::discover`] discovers).
 
 use std::time::{Duration, Instant};
 
 use fluss::rpc::message::OffsetSpec;
+use tokio::task::JoinHandle;
 
-use super::{bucket_keys, FlussSource, LIVENESS_INTERVAL, LIVENESS_TIMEOUT};
-use crate::client::{discovery, offsets};
-use crate::config::options::StartingOffset;
-use crate::error::{Error, Fault, Result};
+use crate::client::discovery::PartitionNames;
+use crate::client::offsets;
+use crate::client::table::Table;
+use crate::metrics::Metrics;
+use crate::position::progress::Progress;
 use crate::position::BucketKey;
+use crate::source::telemetry::Telemetry;
 
+/// fluss-rs' `poll` returns nothing, without an error, while the servers are down. After this
+/// long without records the source asks the cluster for its offsets, so an outage shows up as
+/// a WARN instead of a silent stall.
+const LIVENESS_INTERVAL: Duration = Duration::from_secs(5);
 /// How often the high watermarks are listed for the metrics (`metrics_address`), so a
 /// scrape every 15 s or more sees every change of lag.
 const WATERMARKS_INTERVAL: Duration = Duration::from_secs(5);
 
-impl FlussSource {
-    /// Periodic work between batches: partition discovery, the liveness probe and the
-    /// progress line. Failures here never stop the stream (they are retried on the next
-    /// poll), except a position past the log end under `on_offset_out_of_range = "fail"`.
-    pub(super) async fn maintain(&mut self) -> Result<()> {
-        if self
-            .idle_since
-            .is_some_and(|since| since.elapsed() >= LIVENESS_INTERVAL)
-            && self.last_liveness.elapsed() >= LIVENESS_INTERVAL
-        {
-            self.last_liveness = Instant::now();
-            self.check_liveness().await?;
+/// Whether client polls return records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// The last poll returned records (or nothing was polled yet).
+    Records,
+    /// Polls return nothing since then.
+    IdleSince(Instant),
+}
+
+/// The last listing of the high watermarks for the metrics.
+struct Listing {
+    at: Instant,
+    task: JoinHandle<()>,
+}
+
+/// The timers of the work between batches.
+pub(super) struct Upkeep {
+    flow: Flow,
+    last_liveness: Instant,
+    last_discovery: Instant,
+    /// `None`: not listed yet.
+    watermarks: Option<Listing>,
+}
+
+impl Upkeep {
+    /// Timers started at `now`: the first probe and discovery are an interval away, the first
+    /// listing of the high watermarks is due at once.
+    pub(super) fn new(now: Instant) -> Self {
+        Self {
+            flow: Flow::Records,
+            last_liveness: now,
+            last_discovery: now,
+            watermarks: None,
         }
-        let interval = self.config.partition_discovery_interval;
-        if self.table.info.is_partitioned()
-            && !interval.is_zero()
-            && self.last_discovery.elapsed() >= interval
-        {
-            self.last_discovery = Instant::now();
-            if let Err(e) = self.discover().await {
-                self.telemetry.retrying("listing partitions failed", &e);
-            }
-        }
-        if let Err(e) = self.lease.renew(&self.table).await {
-            self.telemetry.retrying(
-                &format!("renewing the KV snapshot lease {} failed", self.lease.id()),
-                &e,
-            );
-        }
-        if self.telemetry.progress_due() {
-            let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
-            let latest = offsets::list(
-                &self.table,
-                &keys,
-                self.buckets.partitions(),
-                OffsetSpec::Latest,
-            )
-            .await
-            .unwrap_or_default();
-            self.telemetry.metrics.high_watermarks(&latest);
-            let current = self.progress.current().clone();
-            self.telemetry.progress(&current, &latest);
-        }
-        self.list_watermarks();
-        Ok(())
     }
 
-    /// With metrics on, lists the high watermarks every [`WATERMARKS_INTERVAL`] in a task of
-    /// its own (one at a time), so the request never holds up a poll; a failure only leaves
-    /// the last values in place (the liveness probe reports outages).
-    fn list_watermarks(&mut self) {
-        let Some(sink) = self.telemetry.metrics.sink() else {
+    /// Polls are not idle: records arrived, or reading paused on purpose (a bounded read
+    /// finished), which is no outage either.
+    pub(super) fn not_idle(&mut self) {
+        self.flow = Flow::Records;
+    }
+
+    /// A client poll returned nothing at `now`.
+    pub(super) fn nothing_arrived(&mut self, now: Instant) {
+        if self.flow == Flow::Records {
+            self.flow = Flow::IdleSince(now);
+        }
+    }
+
+    /// Whether the liveness probe is due at `now`: no records for [`LIVENESS_INTERVAL`], and
+    /// no probe for as long. Being due starts the next interval.
+    pub(super) fn liveness_due(&mut self, now: Instant) -> bool {
+        let Flow::IdleSince(since) = self.flow else {
+            return false;
+        };
+        let due = now.saturating_duration_since(since) >= LIVENESS_INTERVAL
+            && now.saturating_duration_since(self.last_liveness) >= LIVENESS_INTERVAL;
+        if due {
+            self.last_liveness = now;
+        }
+        due
+    }
+
+    /// Whether partition discovery is due at `now`, every `interval` (zero: never). Being
+    /// due starts the next interval.
+    pub(super) fn discovery_due(&mut self, now: Instant, interval: Duration) -> bool {
+        let due =
+            !interval.is_zero() && now.saturating_duration_since(self.last_discovery) >= interval;
+        if due {
+            self.last_discovery = now;
+        }
+        due
+    }
+
+    /// Whether the high watermarks are due to be listed at `now`: never listed yet, or
+    /// [`WATERMARKS_INTERVAL`] after the last listing once it ended (one at a time).
+    fn watermarks_due(&self, now: Instant) -> bool {
+        self.watermarks.as_ref().is_none_or(|last| {
+            now.saturating_duration_since(last.at) >= WATERMARKS_INTERVAL && last.task.is_finished()
+        })
+    }
+
+    /// With metrics on, lists the high watermarks of the buckets in `progress` when due, in
+    /// a task of its own, so the request never holds up a poll; a failure only leaves the
+    /// last values in place (the liveness probe reports outages).
+    pub(super) fn list_watermarks(
+        &mut self,
+        now: Instant,
+        metrics: &Metrics,
+        table: &Table,
+        progress: &Progress,
+        partitions: &PartitionNames,
+    ) {
+        let Some(sink) = metrics.sink() else {
             return;
         };
-        let due = self
-            .last_watermarks
-            .as_ref()
-            .is_none_or(|(at, task)| at.elapsed() >= WATERMARKS_INTERVAL && task.is_finished());
-        if !due {
+        if !self.watermarks_due(now) {
             return;
         }
-        let table = self.table.clone();
-        let keys: Vec<BucketKey> = self.progress.committed().keys().copied().collect();
-        let names = self.buckets.partitions().clone();
+        let table = table.clone();
+        let keys: Vec<BucketKey> = progress.committed().keys().copied().collect();
+        let names = partitions.clone();
         let task = tokio::spawn(async move {
             if let Ok(latest) = offsets::list(&table, &keys, &names, OffsetSpec::Latest).await {
                 sink.high_watermarks(&latest);
             }
         });
-        self.last_watermarks = Some((Instant::now(), task));
+        self.watermarks = Some(Listing { at: now, task });
     }
+}
 
-    /// Asks the cluster for the high watermarks while no records arrive. A failure is a WARN
-    /// (fluss-rs itself only retries silently); the first answer after one rebuilds the
-    /// scanner, so reading resumes even if the client's fetch state did not survive the outage.
-    ///
-    /// A position past a high watermark means the log lost its tail (a single-replica tablet
-    /// server killed before its high-watermark checkpoint): the scanner would wait silently
-    /// and later skip the rows written at the reused offsets, so it is handled like any other
-    /// offset out of range.
-    pub(super) async fn check_liveness(&mut self) -> Result<()> {
-        let keys: Vec<BucketKey> = self.progress.current().keys().copied().collect();
-        if keys.is_empty() {
-            return Ok(());
-        }
-        let probe = tokio::time::timeout(
-            LIVENESS_TIMEOUT,
-            offsets::list(
-                &self.table,
-                &keys,
-                self.buckets.partitions(),
-                OffsetSpec::Latest,
-            ),
-        )
+/// The progress line, when due: the high watermarks of the committed buckets (an empty list
+/// if the listing fails) against where reading stands.
+pub(super) async fn progress_line(
+    table: &Table,
+    progress: &Progress,
+    partitions: &PartitionNames,
+    telemetry: &mut Telemetry,
+) {
+    if !telemetry.progress_due() {
+        return;
+    }
+    let keys: Vec<BucketKey> = progress.committed().keys().copied().collect();
+    let latest = offsets::list(table, &keys, partitions, OffsetSpec::Latest)
         .await
-        .unwrap_or(Err(Error::Timeout {
-            op: "list_offsets",
-            after: LIVENESS_TIMEOUT,
-        }));
-        let latest = match probe {
-            Ok(latest) => latest,
-            Err(error) => {
-                self.telemetry
-                    .retrying("no records and Fluss does not answer", &error);
-                return Ok(());
-            }
-        };
-        if self.telemetry.faulted() {
-            self.telemetry.recovered();
-            self.scanner = None;
-        }
-        let past_end = self.progress.current().iter().any(|(key, position)| {
-            latest
-                .get(key)
-                .is_some_and(|end| position.offset().is_some_and(|next| next > *end))
-        });
-        if past_end {
-            let mut positions = self.progress.current().clone();
-            match self.reset_out_of_range(&mut positions).await {
-                Ok(()) => {
-                    for (key, position) in positions {
-                        self.progress.set_committed(key, position);
-                    }
-                    self.telemetry.metrics.committed(self.progress.committed());
-                    self.scanner = None;
-                }
-                Err(error) if error.fault() == Fault::Retry => self
-                    .telemetry
-                    .retrying("looking up the log range of a bucket failed", &error),
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(())
+        .unwrap_or_default();
+    telemetry.metrics.high_watermarks(&latest);
+    telemetry.progress(progress.current(), &latest);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn the_liveness_probe_is_due_after_an_interval_without_records_and_without_probes() {
+        let start = Instant::now();
+        let mut upkeep = Upkeep::new(start);
+        assert!(
+            !upkeep.liveness_due(start + 60 * SECOND),
+            "records flow: no probe"
+        );
+        upkeep.nothing_arrived(start + SECOND);
+        upkeep.nothing_arrived(start + 3 * SECOND);
+        assert!(
+            !upkeep.liveness_due(start + 5 * SECOND),
+            "idle for 4 s only (since the first empty poll)"
+        );
+        assert!(upkeep.liveness_due(start + 6 * SECOND));
+        assert!(
+            !upkeep.liveness_due(start + 8 * SECOND),
+            "the probe just ran"
+        );
+        assert!(upkeep.liveness_due(start + 11 * SECOND));
+        upkeep.not_idle();
+        assert!(!upkeep.liveness_due(start + 30 * SECOND));
+        upkeep.nothing_arrived(start + 30 * SECOND);
+        assert!(
+            !upkeep.liveness_due(start + 34 * SECOND),
+            "a new idle spell waits its own interval"
+        );
+        assert!(upkeep.liveness_due(start + 35 * SECOND));
     }
 
-    /// Subscribes new partitions from their earliest offset and forgets dropped ones.
-    pub(super) async fn discover(&mut self) -> Result<()> {
-        let now = discovery::list(&self.table, self.config.partitions.as_ref()).await?;
-        let mut changes = discovery::diff(self.buckets.partitions(), &now);
-        // A partition is only taken on if this instance reads some bucket of it: it owns one
-        // (`instance_index`) and a bounded read's stop point covers it (it never covers
-        // partitions created after it was taken).
-        let assignment = self.config.assignment;
-        changes.added.retain(|p| {
-            bucket_keys(&self.table, assignment, [*p])
-                .iter()
-                .any(|key| self.bound.reads(key))
+    #[test]
+    fn the_liveness_probe_waits_an_interval_after_the_start() {
+        let start = Instant::now();
+        let mut upkeep = Upkeep::new(start);
+        upkeep.nothing_arrived(start);
+        assert!(!upkeep.liveness_due(start + 4 * SECOND));
+        assert!(upkeep.liveness_due(start + 5 * SECOND));
+    }
+
+    #[test]
+    fn discovery_is_due_every_interval_and_never_with_a_zero_interval() {
+        let start = Instant::now();
+        let mut upkeep = Upkeep::new(start);
+        let interval = 10 * SECOND;
+        assert!(!upkeep.discovery_due(start + 9 * SECOND, interval));
+        assert!(upkeep.discovery_due(start + 12 * SECOND, interval));
+        assert!(
+            !upkeep.discovery_due(start + 21 * SECOND, interval),
+            "the interval counts from the last discovery"
+        );
+        assert!(upkeep.discovery_due(start + 22 * SECOND, interval));
+        assert!(!upkeep.discovery_due(start + 3600 * SECOND, Duration::ZERO));
+    }
+
+    #[tokio::test]
+    async fn the_watermarks_are_listed_at_once_then_an_interval_after_a_listing_ended() {
+        let start = Instant::now();
+        let mut upkeep = Upkeep::new(start);
+        assert!(upkeep.watermarks_due(start), "never listed yet");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let _ = rx.await;
         });
-        if changes.added.is_empty() && changes.dropped.is_empty() {
-            return Ok(());
+        upkeep.watermarks = Some(Listing { at: start, task });
+        assert!(!upkeep.watermarks_due(start + 4 * SECOND));
+        assert!(
+            !upkeep.watermarks_due(start + 9 * SECOND),
+            "the last listing still runs"
+        );
+        let _ = tx.send(());
+        if let Some(last) = upkeep.watermarks.as_mut() {
+            (&mut last.task).await.unwrap();
         }
-        let mut dropped = Vec::with_capacity(changes.dropped.len());
-        for partition in &changes.dropped {
-            let name = self.buckets.drop_partition(*partition).unwrap_or_default();
-            for key in bucket_keys(&self.table, assignment, [*partition]) {
-                self.progress.forget(&key);
-                self.bound.forget(&key);
-                if let Some(scanner) = self.scanner.as_mut() {
-                    // The scanner already ignores a vanished partition; unsubscribing stops
-                    // its warnings. A failure here is harmless.
-                    let _ = scanner.unsubscribe(key).await;
-                }
-            }
-            dropped.push((*partition, name));
-        }
-        self.discard_ahead_if_gone().await;
-        // Registered only once their start offsets are known, so a failed listing is simply
-        // retried by the next discovery.
-        let new_keys = bucket_keys(&self.table, assignment, changes.added.iter().copied());
-        // New partitions begin at their earliest offset, or with their snapshots under `full`.
-        let start = match self.config.starting_offset {
-            StartingOffset::Full => StartingOffset::Full,
-            _ => StartingOffset::Earliest,
-        };
-        let starts = offsets::starting(&self.table, &new_keys, &now, start).await?;
-        let mut added = Vec::with_capacity(changes.added.len());
-        for partition in &changes.added {
-            let Some(name) = now.get(partition) else {
-                continue;
-            };
-            let keys = bucket_keys(&self.table, assignment, [*partition]);
-            self.buckets
-                .add_partition(*partition, name.clone(), &keys)?;
-            added.push((*partition, name.clone()));
-        }
-        for (key, position) in &starts {
-            self.progress.set_committed(*key, *position);
-        }
-        if let Some(scanner) = self.scanner.as_mut() {
-            if let Err(error) = scanner.subscribe(&starts).await {
-                // A rebuild subscribes every bucket at its committed position.
-                self.scanner = None;
-                return Err(error);
-            }
-        }
-        self.telemetry.partitions(&added, &dropped);
-        self.telemetry.metrics.partitions(self.buckets.partitions());
-        self.telemetry.metrics.committed(self.progress.committed());
-        Ok(())
+        assert!(upkeep.watermarks_due(start + 5 * SECOND));
     }
 }

@@ -43,8 +43,6 @@ pub struct Opened {
     /// The offset the changelog continues at: `taken_at`, or lower (see
     /// [`Opened::continue_from`]).
     pub continue_at: Offset,
-    /// Whether the switch to the changelog is exact (no change is delivered twice).
-    pub exact: bool,
     /// Bytes of snapshot files on local disk.
     pub disk_bytes: u64,
     /// Rows (in key order) an earlier attempt at the same snapshot handed over, which `rows`
@@ -61,9 +59,12 @@ impl Opened {
     /// changes since then, deletes included, bring that attempt's rows up to date. The switch
     /// is then not exact (changes already in this snapshot come again).
     pub fn continue_from(&mut self, floor: Offset) {
-        if floor < self.continue_at {
-            self.continue_at = floor;
-            self.exact = false;
-        }
+        self.continue_at = self.continue_at.min(floor);
+    }
+
+    /// Whether the switch to the changelog is exact (no change is delivered twice): the
+    /// changelog continues at the snapshot's own log offset.
+    pub fn exact(&self) -> bool {
+        self.continue_at == self.taken_at
     }
 }

@@ -1,5 +1,6 @@
 //! Open-time wiring: the parts `open` builds from the configuration and the resolved table
-//! (the filter and its pushdown, the encoder, the batch schema) and the open line's summary;
+//! (the filter and its pushdown, the starting positions, the stamper, the encoder, the batch
+//! schema) and the open line's summary;
 //! [`runtime_json`]: the check of the configuration against what the runtime's handling of
 //! JSON payloads keeps (at open, and again when the table's schema changes).
 
@@ -7,15 +8,21 @@ pub mod runtime_json;
 
 use iggy_connector_sdk::Schema;
 
+use crate::client::discovery::PartitionNames;
+use crate::client::offsets;
 use crate::client::table::Table;
-use crate::config::options::{Choice, PayloadFormat, PayloadSchema};
+use crate::config::options::{Choice, HeaderSet, PayloadFormat, PayloadSchema, StartingOffset};
 use crate::config::Config;
 use crate::encode::cdc::ChangeMessages;
 use crate::encode::ipc::{IpcMessages, Leading};
+use crate::encode::stamp::Stamper;
 use crate::encode::{rows::RowMessages, Encoder};
 use crate::error::Result;
 use crate::filter::{pushdown, Filter};
 use crate::metrics::{Labels, Metrics};
+use crate::position::{BucketKey, Position, Positions};
+use crate::scope::stop::Stop;
+use crate::state::SavedState;
 
 /// The configured filter checked against `table`, with its pushdown set on the table for log
 /// tables (fluss-rs supports pushdown on log-table scans; a primary-key table's changelog is
@@ -72,10 +79,16 @@ pub(super) fn batch_schema(config: &Config) -> Schema {
     }
 }
 
-/// The INFO line's description of what `open` found.
-pub(super) fn summary(config: &Config, table: &Table, partitions: usize) -> String {
+/// The INFO line's description of what `open` found, and of this instance's share of the
+/// table (`stop`: where a bounded read stops).
+pub(super) fn summary(
+    config: &Config,
+    table: &Table,
+    partitions: usize,
+    stop: Option<&Stop>,
+) -> String {
     format!(
-        "{} table id {} at {}: {} buckets{}, {} columns, payload {}{}",
+        "{} table id {} at {}: {} buckets{}, {} columns, payload {}{}{}",
         if table.primary_key {
             "primary-key"
         } else {
@@ -92,9 +105,67 @@ pub(super) fn summary(config: &Config, table: &Table, partitions: usize) -> Stri
         table.fields.len(),
         config.payload_format.name(),
         describe_filter(config, table),
+        share(config, stop),
     )
 }
 
+/// What the open line says about this instance's share of the table (empty by default).
+fn share(config: &Config, stop: Option<&Stop>) -> String {
+    let mut share = String::new();
+    if config.assignment.count > 1 {
+        share += &format!(", {}", config.assignment);
+    }
+    if let Some(filter) = &config.partitions {
+        share += &format!(", partitions {filter}");
+    }
+    if let Some(stop) = stop {
+        share += &format!(", stopping at {}", stop.at);
+    }
+    share
+}
+
+/// Where each of `keys` starts: its position in the `saved` state, or else where `start`
+/// (`starting_offset`) puts it, looked up. Also each start with where it comes from, in key
+/// order, for the open line.
+pub(super) async fn starts(
+    table: &Table,
+    keys: &[BucketKey],
+    partitions: &PartitionNames,
+    saved: Option<&SavedState>,
+    start: StartingOffset,
+) -> Result<(Positions, Vec<(BucketKey, Position, &'static str)>)> {
+    let mut committed = Positions::new();
+    let mut starts = Vec::with_capacity(keys.len());
+    let mut fresh = Vec::new();
+    for key in keys {
+        match saved.and_then(|s| s.positions.get(key)) {
+            Some(position) => {
+                committed.insert(*key, *position);
+                starts.push((*key, *position, "saved state"));
+            }
+            None => fresh.push(*key),
+        }
+    }
+    let resolved = offsets::starting(table, &fresh, partitions, start).await?;
+    for (key, position) in resolved {
+        committed.insert(key, position);
+        starts.push((key, position, "starting_offset"));
+    }
+    starts.sort_by_key(|(k, _, _)| *k);
+    Ok((committed, starts))
+}
+
+/// How the messages of `table` (`qualified`: `db.table`) are stamped: ids, and the headers
+/// of `headers`.
+pub(super) fn stamper(table: &Table, qualified: &str, headers: HeaderSet) -> Result<Stamper> {
+    let stamper = Stamper::new(table.id(), qualified, headers)?;
+    if table.primary_key {
+        return stamper.with_primary_key(table.info.get_primary_keys());
+    }
+    Ok(stamper)
+}
+
+/// The encoder of `payload_format` for `table`'s rows.
 pub(super) fn encoder(config: &Config, table: &Table) -> Result<Box<dyn Encoder>> {
     Ok(if config.payload_format == PayloadFormat::ArrowIpc {
         Box::new(IpcMessages::new(

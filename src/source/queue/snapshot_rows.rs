@@ -29,7 +29,22 @@ pub struct Snapshot {
     source: Box<dyn RowBatches>,
     row_type: Arc<RowType>,
     filter: Option<Filter>,
-    /// The current batch (the rows the filter kept), `None` once the source is exhausted.
+    /// Where handing over stands.
+    at: Cursor,
+    taken_ms: i64,
+    /// Reading the next batch failed: the snapshot cannot go on (see [`Snapshot::failure`]).
+    failed: Option<Error>,
+    /// Rows read and rows the filter kept since [`Snapshot::take_counts`].
+    counts: (usize, usize),
+    /// What the end-of-snapshot line reports.
+    pub report: Report,
+}
+
+/// Where handing a snapshot over stands: the current batch (the rows the filter kept) and
+/// the rows before it.
+#[derive(Default)]
+struct Cursor {
+    /// The current batch, `None` once the source is exhausted.
     row: Option<ColumnarRow>,
     /// The batch `row` reads, given back to the source once its rows are handed over.
     batch: Option<Arc<RecordBatch>>,
@@ -48,13 +63,6 @@ pub struct Snapshot {
     /// With a filter, where each kept row of the current batch was in it before the filter
     /// (so a resume goes on right after the last row handed over); empty without one.
     selected: Vec<u32>,
-    taken_ms: i64,
-    /// Reading the next batch failed: the snapshot cannot go on (see [`Snapshot::failure`]).
-    failed: Option<Error>,
-    /// Rows read and rows the filter kept since [`Snapshot::take_counts`].
-    counts: (usize, usize),
-    /// What the end-of-snapshot line reports.
-    pub report: Report,
 }
 
 /// The facts of a finished snapshot, for its INFO line.
@@ -83,6 +91,7 @@ impl Snapshot {
         let taken_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
+        let exact = opened.exact();
         let numbering = match filter {
             Some(_) => SnapshotIndex::Kept,
             None => SnapshotIndex::Every,
@@ -93,14 +102,11 @@ impl Snapshot {
             source: opened.rows,
             row_type: opened.row_type,
             filter,
-            row: None,
-            batch: None,
-            rows: 0,
-            next: 0,
-            read_before: opened.skipped,
-            batch_read: 0,
-            index_before: opened.first_index,
-            selected: Vec::new(),
+            at: Cursor {
+                read_before: opened.skipped,
+                index_before: opened.first_index,
+                ..Cursor::default()
+            },
             taken_ms,
             failed: None,
             counts: (0, 0),
@@ -111,7 +117,7 @@ impl Snapshot {
                 disk_bytes: opened.disk_bytes,
                 started: opened.started,
                 continue_at: opened.continue_at,
-                exact: opened.exact,
+                exact,
             },
         };
         snapshot.refill()?;
@@ -120,30 +126,30 @@ impl Snapshot {
 
     /// Reads batches until one holds a row the filter keeps, or the source is exhausted.
     fn refill(&mut self) -> Result<()> {
-        while self.next >= self.rows {
-            self.read_before += self.batch_read;
-            self.index_before += self.rows as u64;
-            self.batch_read = 0;
-            self.row = None;
-            if let Some(batch) = self.batch.take() {
+        while self.at.next >= self.at.rows {
+            self.at.read_before += self.at.batch_read;
+            self.at.index_before += self.at.rows as u64;
+            self.at.batch_read = 0;
+            self.at.row = None;
+            if let Some(batch) = self.at.batch.take() {
                 self.source.give_back(batch);
             }
-            self.rows = 0;
-            self.next = 0;
+            self.at.rows = 0;
+            self.at.next = 0;
             let Some(batch) = self.source.next_batch()? else {
                 return Ok(());
             };
-            self.batch_read = batch.num_rows() as u64;
+            self.at.batch_read = batch.num_rows() as u64;
             let batch = self.keep(Arc::new(batch))?;
-            self.counts.0 += self.batch_read as usize;
+            self.counts.0 += self.at.batch_read as usize;
             self.counts.1 += batch.num_rows();
             self.report.bytes = self.report.bytes.max(batch.get_array_memory_size());
-            self.rows = batch.num_rows();
-            self.row = Some(
+            self.at.rows = batch.num_rows();
+            self.at.row = Some(
                 ColumnarRow::new(Arc::clone(&batch), self.row_type.clone(), 0, None)
                     .map_err(|cause| Error::fluss("read snapshot rows", cause))?,
             );
-            self.batch = Some(batch);
+            self.at.batch = Some(batch);
         }
         Ok(())
     }
@@ -155,8 +161,9 @@ impl Snapshot {
             return Ok(batch);
         };
         let kept = filter.matches(&batch).and_then(|mask| {
-            self.selected.clear();
-            self.selected
+            self.at.selected.clear();
+            self.at
+                .selected
                 .extend(mask.values().set_indices().map(|i| i as u32));
             arrow_select::filter::filter_record_batch(&batch, &mask)
         });
@@ -173,14 +180,14 @@ impl Snapshot {
     /// The next rows to encode, as records whose offset is their index in the snapshot (among
     /// the rows the filter kept) and whose timestamp is when the snapshot was taken (all `+I`).
     pub fn chunk(&self) -> Vec<ScanRecord> {
-        let Some(row) = &self.row else {
+        let Some(row) = &self.at.row else {
             return Vec::new();
         };
-        let end = self.rows.min(self.next + CHUNK_ROWS);
+        let end = self.at.rows.min(self.at.next + CHUNK_ROWS);
         // The same for every attempt at the same snapshot with the same filter, so message ids
         // repeat exactly on a resume.
-        let base = self.index_before as i64;
-        (self.next..end)
+        let base = self.at.index_before as i64;
+        (self.at.next..end)
             .map(|index| {
                 let mut row = row.clone();
                 row.set_row_id(index);
@@ -193,8 +200,8 @@ impl Snapshot {
     /// is used up. Rows already handed over stay so when that read fails: the failure is
     /// kept for [`Snapshot::failure`].
     pub fn advance(&mut self, rows: usize) {
-        let rows = rows.min(self.rows - self.next);
-        self.next += rows;
+        let rows = rows.min(self.at.rows - self.at.next);
+        self.at.next += rows;
         self.report.rows += rows;
         if let Err(error) = self.refill() {
             self.failed = Some(error);
@@ -220,12 +227,12 @@ impl Snapshot {
 
     /// Whether every row was handed over.
     pub fn is_done(&self) -> bool {
-        self.row.is_none() && self.failed.is_none()
+        self.at.row.is_none() && self.failed.is_none()
     }
 
     /// Snapshot rows (before the filter) read up to the end of the current batch.
     pub fn read_through_batch(&self) -> u64 {
-        self.read_before + self.batch_read
+        self.at.read_before + self.at.batch_read
     }
 
     /// Where a later attempt goes on once what was handed over so far is acknowledged: right
@@ -234,17 +241,21 @@ impl Snapshot {
     /// snapshot, or before anything was read past.
     pub fn resume(&self) -> Option<Resume> {
         let snapshot = self.snapshot_id?;
-        let handed = if self.row.is_some() { self.next } else { 0 };
+        let handed = if self.at.row.is_some() {
+            self.at.next
+        } else {
+            0
+        };
         let within = match (&self.filter, handed) {
             (_, 0) => 0,
             (None, n) => n as u64,
-            (Some(_), n) => u64::from(self.selected[n - 1]) + 1,
+            (Some(_), n) => u64::from(self.at.selected[n - 1]) + 1,
         };
-        let rows = self.read_before + within;
+        let rows = self.at.read_before + within;
         let kept = self
             .filter
             .is_some()
-            .then_some(self.index_before + handed as u64);
+            .then_some(self.at.index_before + handed as u64);
         (rows > 0).then_some(Resume {
             snapshot,
             rows,
@@ -304,7 +315,6 @@ pub(crate) mod tests {
             started: Instant::now(),
             taken_at: continue_at,
             continue_at,
-            exact: true,
             disk_bytes: 0,
             skipped: 0,
             first_index: 0,

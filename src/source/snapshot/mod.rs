@@ -1,0 +1,427 @@
+//! Taking bucket snapshots (`starting_offset = "full"`) while polling, from the buckets' KV
+//! snapshot files (see [`crate::client::kv_snapshot`]): handed over one bucket at a time (the
+//! next one opened meanwhile, [`ahead`]), read a bounded batch at a time on a thread of its
+//! own ([`crate::snapshot_files::ahead::ReadAhead`]) while the previous batch is encoded. A
+//! bucket's position stays [`Position::Snapshot`] until the last of its snapshot's rows is in
+//! a batch; a Nack or a restart before that batch is acknowledged goes on after the rows
+//! acknowledged, in the same snapshot. A bucket without a KV snapshot yet (nothing written to
+//! it, or its first snapshot not taken yet) reads its changelog from its earliest offset,
+//! which then still holds every change.
+//!
+//! [`Snapshots`] owns what the snapshot phase holds between polls: the KV snapshot lease, the
+//! object-store credentials and the bucket opened ahead. The buckets' rows are queued in
+//! [`Buckets`]; the changelog each snapshot leaves off at is subscribed by the caller.
+
+mod ahead;
+mod opening;
+
+use std::time::Instant;
+
+use fluss::rpc::message::OffsetSpec;
+use fluss::SnapshotId;
+
+use crate::client::discovery::PartitionNames;
+use crate::client::kv_snapshot::credentials::RemoteCredentials;
+use crate::client::kv_snapshot::lease::Lease;
+use crate::client::kv_snapshot::{latest, Opened};
+use crate::client::offsets;
+use crate::client::table::Table;
+use crate::config::Config;
+use crate::error::{Error, Fault, Result};
+use crate::position::{BucketKey, Offset, Position, Positions, Resume};
+use crate::source::queue::Buckets;
+use crate::source::recovery::RETRY_PAUSE;
+use crate::source::telemetry::Telemetry;
+use ahead::OpenAhead;
+use opening::{Copied, Opening};
+
+/// The snapshot phase's state: the lease of the buckets taking their snapshot, credentials
+/// for KV snapshot files on an object store (fetched on first need), and the next bucket's
+/// snapshot, opened while the one before it is handed over.
+pub(super) struct Snapshots {
+    lease: Lease,
+    credentials: RemoteCredentials,
+    ahead: Option<OpenAhead>,
+}
+
+/// The next bucket whose snapshot is due: none while one is being handed over.
+pub(super) fn due(buckets: &Buckets, positions: &Positions) -> Option<BucketKey> {
+    if buckets.has_snapshot() {
+        return None;
+    }
+    positions
+        .iter()
+        .find(|(key, position)| position.is_snapshot() && buckets.contains(**key))
+        .map(|(key, _)| *key)
+}
+
+impl Snapshots {
+    /// Nothing taken yet, under `lease`.
+    pub(super) fn new(lease: Lease) -> Self {
+        Self {
+            lease,
+            credentials: RemoteCredentials::default(),
+            ahead: None,
+        }
+    }
+
+    /// Renews the lease when due; a failure is logged (it is retried on the next poll).
+    pub(super) async fn renew_lease(&mut self, table: &Table, telemetry: &mut Telemetry) {
+        if let Err(e) = self.lease.renew(table).await {
+            telemetry.retrying(
+                &format!("renewing the KV snapshot lease {} failed", self.lease.id()),
+                &e,
+            );
+        }
+    }
+
+    /// Takes the snapshot of `key` and queues it in `buckets`; a bucket without a KV snapshot
+    /// is read from its changelog instead. Returns the offset the bucket's changelog
+    /// continues at, for the scanner to subscribe; `None` when there is none to subscribe:
+    /// `buckets` does not read `key`, or a transient failure was logged, to be retried later.
+    pub(super) async fn take(
+        &mut self,
+        key: BucketKey,
+        positions: &mut Positions,
+        table: &Table,
+        config: &Config,
+        buckets: &mut Buckets,
+        telemetry: &mut Telemetry,
+    ) -> Result<Option<Offset>> {
+        match self
+            .try_take(key, positions, table, config, buckets, telemetry)
+            .await
+        {
+            Err(error) if error.fault() == Fault::Retry => {
+                failed(telemetry, key, &error);
+                tokio::time::sleep(RETRY_PAUSE).await;
+                Ok(None)
+            }
+            result => result,
+        }
+    }
+
+    async fn try_take(
+        &mut self,
+        key: BucketKey,
+        positions: &mut Positions,
+        table: &Table,
+        config: &Config,
+        buckets: &mut Buckets,
+        telemetry: &mut Telemetry,
+    ) -> Result<Option<Offset>> {
+        if !buckets.contains(key) {
+            return Ok(None);
+        }
+        telemetry.snapshot_started(key);
+        // A resume goes on numbering the rows as the attempt it comes from did: one saved
+        // without a filter (or before filtered rows were numbered among the kept ones) while a
+        // filter is set, or the other way round, starts the snapshot over.
+        let filtered = config.filter.is_some();
+        let resume = match positions.get(&key) {
+            Some(Position::Snapshot { resume, .. }) => {
+                resume.filter(|resume| resume.kept.is_some() == filtered)
+            }
+            _ => None,
+        };
+        let partitions = buckets.partitions();
+        let continue_at = match self
+            .open_snapshot(key, resume, table, config, partitions, telemetry)
+            .await?
+        {
+            Some(mut opened) => {
+                match positions.get(&key) {
+                    Some(Position::Snapshot {
+                        floor: Some(floor), ..
+                    }) => {
+                        opened.continue_from(*floor);
+                    }
+                    // The first attempt: its rows are about to be handed over.
+                    _ => {
+                        let floor = Some(opened.continue_at);
+                        positions.insert(
+                            key,
+                            Position::Snapshot {
+                                floor,
+                                resume: None,
+                            },
+                        );
+                    }
+                }
+                let continue_at = opened.continue_at;
+                buckets.queue_snapshot(key, opened)?;
+                self.open_ahead(key, positions, table, config, buckets, telemetry)
+                    .await;
+                continue_at
+            }
+            None => {
+                let earliest = earliest(table, key, partitions).await?;
+                telemetry.snapshot_absent(key, earliest);
+                // After an attempt that handed rows over, from where its changelog continued.
+                let at = match positions.get(&key) {
+                    Some(Position::Snapshot {
+                        floor: Some(floor), ..
+                    }) => *floor,
+                    _ => earliest,
+                };
+                positions.insert(key, Position::At(at));
+                at
+            }
+        };
+        Ok(Some(continue_at))
+    }
+
+    /// The KV snapshot of `key` to read, leased, copied and opened, past the rows `resume`
+    /// says were handed over; `None` if the bucket has none.
+    async fn open_snapshot(
+        &mut self,
+        key: BucketKey,
+        resume: Option<Resume>,
+        table: &Table,
+        config: &Config,
+        partitions: &PartitionNames,
+        telemetry: &Telemetry,
+    ) -> Result<Option<Opened>> {
+        let started = Instant::now();
+        // The same snapshot as the attempt `resume` comes from, while Fluss still has it.
+        if let Some(resume) = resume {
+            let gone = if self.lease.acquire(table, key, resume.snapshot).await? {
+                let opening = Opening::prepare(table, config, self.lease.id(), telemetry).await?;
+                match self
+                    .open(
+                        opening,
+                        key,
+                        resume.snapshot,
+                        resume.rows,
+                        started,
+                        telemetry,
+                    )
+                    .await
+                {
+                    // The lease was granted, but Fluss had already deleted the snapshot.
+                    Err(error) if snapshot_not_found(&error) => true,
+                    result => {
+                        return result.map(|mut opened| {
+                            opened.first_index = resume.kept.unwrap_or(opened.skipped);
+                            Some(opened)
+                        })
+                    }
+                }
+            } else {
+                true
+            };
+            if gone {
+                telemetry.warn(&format!(
+                    "{key}: KV snapshot {} is gone (its lease expired or Fluss deleted it) after {} of its rows were handed over; the bucket's snapshot starts over from its newest KV snapshot, and its changelog continues where the first attempt's did",
+                    resume.snapshot, resume.rows
+                ));
+            }
+        } else if let Some(copied) = self.take_ahead(key).await {
+            // Opened while the bucket before it was handed over; its time counts from its turn.
+            return unanswered_if_gone(key, copied).map(|copied| {
+                let mut opened = copied.logged(telemetry);
+                opened.started = started;
+                Some(opened)
+            });
+        }
+        let Some(snapshot) = self.leased_latest(key, table, partitions).await? else {
+            return Ok(None);
+        };
+        let opening = Opening::prepare(table, config, self.lease.id(), telemetry).await?;
+        let opened = self
+            .open(opening, key, snapshot, 0, started, telemetry)
+            .await;
+        unanswered_if_gone(key, opened).map(Some)
+    }
+
+    /// The latest KV snapshot of `key`, leased; `None` while the bucket has none.
+    async fn leased_latest(
+        &mut self,
+        key: BucketKey,
+        table: &Table,
+        partitions: &PartitionNames,
+    ) -> Result<Option<SnapshotId>> {
+        let Some(latest) = latest::latest(table, key, partitions).await? else {
+            return Ok(None);
+        };
+        if !self.lease.acquire(table, key, latest.id).await? {
+            // Replaced by a newer snapshot between the listing and the lease.
+            return Err(Error::SnapshotUnanswered { key });
+        }
+        Ok(Some(latest.id))
+    }
+
+    /// Copies KV snapshot `snapshot` of `key` (leased) and opens it past its first `skip` rows.
+    async fn open(
+        &mut self,
+        opening: Opening,
+        key: BucketKey,
+        snapshot: SnapshotId,
+        skip: u64,
+        started: Instant,
+        telemetry: &Telemetry,
+    ) -> Result<Opened> {
+        let copied = opening
+            .open(key, snapshot, skip, started, &mut self.credentials)
+            .await?;
+        Ok(copied.logged(telemetry))
+    }
+
+    /// Opens the snapshot of the bucket due after `current` (whose snapshot was just queued),
+    /// if there is one that has handed nothing over yet. Failures are left to its turn.
+    async fn open_ahead(
+        &mut self,
+        current: BucketKey,
+        positions: &Positions,
+        table: &Table,
+        config: &Config,
+        buckets: &Buckets,
+        telemetry: &Telemetry,
+    ) {
+        if self.ahead.is_some() {
+            return;
+        }
+        let Some(next) = ahead::next(current, positions, |key| buckets.contains(key)) else {
+            return;
+        };
+        let started = Instant::now();
+        let Ok(Some(snapshot)) = self.leased_latest(next, table, buckets.partitions()).await else {
+            return;
+        };
+        let Ok(opening) = Opening::prepare(table, config, self.lease.id(), telemetry).await else {
+            return;
+        };
+        let credentials = std::mem::take(&mut self.credentials);
+        self.ahead = Some(OpenAhead::start(
+            next,
+            snapshot,
+            started,
+            opening,
+            credentials,
+        ));
+    }
+
+    /// The snapshot of `key`, if it was opened ahead (waiting for its opening to finish);
+    /// `None` if it was not, or its task ended without an answer.
+    async fn take_ahead(&mut self, key: BucketKey) -> Option<Result<Copied>> {
+        let ahead = self.ahead.take()?;
+        if ahead.key() != key {
+            ahead.discard().await;
+            return None;
+        }
+        let (credentials, copied) = ahead.finish().await?;
+        self.credentials = credentials;
+        Some(copied)
+    }
+
+    /// Drops the snapshot opened ahead, if any (a Nack, the close).
+    pub(super) async fn discard_ahead(&mut self) {
+        if let Some(ahead) = self.ahead.take() {
+            ahead.discard().await;
+        }
+    }
+
+    /// Drops the snapshot opened ahead if `buckets` does not read its bucket (its partition
+    /// was dropped), so its files do not wait for the next snapshot or the close.
+    pub(super) async fn discard_ahead_if_gone(&mut self, buckets: &Buckets) {
+        if let Some(ahead) = &self.ahead {
+            if !buckets.contains(ahead.key()) {
+                self.discard_ahead().await;
+            }
+        }
+    }
+
+    /// After a drain: gives back the leases of the snapshots handed over, and sends the
+    /// buckets whose snapshot failed back to take it again. Returns whether some failed: the
+    /// scanner, which reads their changelog, must then be rebuilt without them.
+    pub(super) async fn settled(
+        &mut self,
+        buckets: &mut Buckets,
+        table: &Table,
+        telemetry: &mut Telemetry,
+    ) -> bool {
+        for report in buckets.take_finished() {
+            telemetry.snapshot_finished(&report);
+            if let Err(error) = self.lease.release(table, report.key).await {
+                telemetry.retrying(
+                    &format!(
+                        "giving back the KV snapshot lease {} of {} failed (it expires by itself)",
+                        self.lease.id(),
+                        report.key
+                    ),
+                    &error,
+                );
+            }
+        }
+        let failed_now = buckets.take_failed();
+        for (key, error) in &failed_now {
+            failed(telemetry, *key, error);
+        }
+        !failed_now.is_empty()
+    }
+}
+
+/// Logs why bucket `key`'s snapshot failed: an ERROR for what needs the operator (storage,
+/// disk, a corrupt copy), a WARN for a transient Fluss failure.
+fn failed(telemetry: &mut Telemetry, key: BucketKey, error: &Error) {
+    match error {
+        Error::SnapshotRemote { .. }
+        | Error::SnapshotCredentials { .. }
+        | Error::SnapshotDisk { .. }
+        | Error::SnapshotCorrupt { .. } => telemetry.refused(error),
+        _ => telemetry.retrying(&format!("taking the snapshot of {key} failed"), error),
+    }
+}
+
+/// The earliest offset of bucket `key`.
+async fn earliest(table: &Table, key: BucketKey, names: &PartitionNames) -> Result<Offset> {
+    offsets::list(table, &[key], names, OffsetSpec::Earliest)
+        .await?
+        .get(&key)
+        .copied()
+        .ok_or(Error::SnapshotUnanswered { key })
+}
+
+/// A snapshot listed and leased, then deleted before its files were copied, is not an
+/// error: the next attempt lists the bucket's snapshots anew.
+fn unanswered_if_gone<T>(key: BucketKey, opened: Result<T>) -> Result<T> {
+    match opened {
+        Err(error) if snapshot_not_found(&error) => Err(Error::SnapshotUnanswered { key }),
+        result => result,
+    }
+}
+
+/// Whether `error` says the coordinator does not know the KV snapshot asked for (it was
+/// deleted).
+fn snapshot_not_found(error: &Error) -> bool {
+    matches!(error, Error::Fluss { cause, .. }
+        if cause.api_error() == Some(fluss::error::FlussError::KvSnapshotNotExist))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::options::HeaderSet;
+    use crate::encode::stamp::Stamper;
+    use crate::source::queue::snapshot_rows::tests::opened;
+
+    #[test]
+    fn a_snapshot_is_due_for_the_first_bucket_read_in_its_snapshot_phase_one_at_a_time() {
+        let b = BucketKey::bucket;
+        let stamper = Stamper::new(1, "db.t", HeaderSet::ALL).unwrap();
+        let mut buckets = Buckets::new(stamper, PartitionNames::new(), &[b(1), b(2)]).unwrap();
+        let positions = Positions::from([
+            (b(0), Position::SNAPSHOT),
+            (b(1), Position::At(5)),
+            (b(2), Position::SNAPSHOT),
+        ]);
+        assert_eq!(
+            due(&buckets, &positions),
+            Some(b(2)),
+            "bucket 0 is not read here"
+        );
+        buckets.queue_snapshot(b(2), opened(3, 7)).unwrap();
+        assert_eq!(due(&buckets, &positions), None, "one is being handed over");
+        assert_eq!(due(&buckets, &Positions::new()), None);
+    }
+}

@@ -1,0 +1,127 @@
+//! What opening a bucket's KV snapshot takes, owned, so it can run on a task of its own
+//! ([`super::ahead`]): copying the snapshot's files into `snapshot_dir` and opening them past
+//! the rows an earlier attempt handed over, their first batches read on a thread of their own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fluss::metadata::RowType;
+use fluss::SnapshotId;
+
+use crate::client::kv_snapshot::credentials::RemoteCredentials;
+use crate::client::kv_snapshot::{files, Opened};
+use crate::client::schema_fetch;
+use crate::client::table::Table;
+use crate::config::options::PayloadFormat;
+use crate::config::Config;
+use crate::error::Result;
+use crate::position::BucketKey;
+use crate::snapshot_files::ahead::ReadAhead;
+use crate::snapshot_files::rows::{KvRows, Layout};
+use crate::source::schema_changes;
+use crate::source::telemetry::Telemetry;
+
+/// What opening a bucket's KV snapshot needs, with the schema versions it may hold.
+pub(super) struct Opening {
+    table: Table,
+    root: PathBuf,
+    /// The lease's id, which names the connector instance's directory under `root`.
+    owner: String,
+    layout: Layout,
+    row_type: Arc<RowType>,
+    batch_rows: usize,
+}
+
+/// A snapshot copied and opened, with where its files are and how long copying them took.
+pub(super) struct Copied {
+    pub opened: Opened,
+    pub dir: PathBuf,
+    pub took: Duration,
+}
+
+impl Copied {
+    /// Logs where the snapshot's files were copied; the snapshot, ready to be handed over.
+    pub(super) fn logged(self, telemetry: &Telemetry) -> Opened {
+        let Self { opened, dir, took } = self;
+        if let Some(snapshot) = opened.snapshot_id {
+            telemetry.snapshot_copied(opened.key, snapshot, opened.disk_bytes, &dir, took);
+        }
+        opened
+    }
+}
+
+impl Opening {
+    /// What opening a KV snapshot of `table` takes, for the instance whose lease is `owner`.
+    /// The table's current schema versions are fetched first (a snapshot, listed before
+    /// this, may hold rows of versions no fetched batch showed yet); their changes are logged.
+    pub(super) async fn prepare(
+        table: &Table,
+        config: &Config,
+        owner: &str,
+        telemetry: &Telemetry,
+    ) -> Result<Self> {
+        // JSON: a read batch per `batch_size` messages. Arrow IPC: `batch_size` counts
+        // messages of many rows each, so read the most rows at once (one message each, or
+        // fewer rows where `max_batch_bytes` cuts it).
+        let batch_rows = match config.payload_format {
+            PayloadFormat::Json => config.batch_size.clamp(256, 16_384),
+            PayloadFormat::ArrowIpc => 16_384,
+        };
+        let changes = schema_fetch::up_to_latest(table).await?;
+        schema_changes::report(&changes, table, config, telemetry);
+        let layout = Layout::of(table);
+        let row_type = match &table.projection {
+            Some(_) => RowType::new(table.fields.clone()),
+            None => layout.row_type.clone(),
+        };
+        Ok(Self {
+            table: table.clone(),
+            root: config.snapshot_dir.clone(),
+            owner: owner.to_owned(),
+            layout,
+            row_type: Arc::new(row_type),
+            batch_rows,
+        })
+    }
+
+    /// Copies KV snapshot `snapshot` of `key` (leased) and opens it past its first `skip`
+    /// rows, its first batches read on a thread of their own.
+    pub(super) async fn open(
+        self,
+        key: BucketKey,
+        snapshot: SnapshotId,
+        skip: u64,
+        started: Instant,
+        credentials: &mut RemoteCredentials,
+    ) -> Result<Copied> {
+        let copy = files::copy(
+            &self.table,
+            key,
+            snapshot,
+            &self.root,
+            &self.owner,
+            credentials,
+        )
+        .await?;
+        let took = started.elapsed();
+        let (disk_bytes, taken_at) = (copy.bytes, copy.log_offset);
+        let mut rows = KvRows::open(&self.layout, key, copy, self.batch_rows)?;
+        let skipped = rows.skip(skip)?;
+        let dir = rows.dir().to_path_buf();
+        let rows = ReadAhead::start(key, dir.clone(), Box::new(rows))?;
+        let opened = Opened {
+            key,
+            snapshot_id: Some(snapshot),
+            rows: Box::new(rows),
+            row_type: self.row_type,
+            started,
+            taken_at,
+            continue_at: taken_at,
+            disk_bytes,
+            skipped,
+            first_index: skipped,
+        };
+        Ok(Copied { opened, dir, took })
+    }
+}
