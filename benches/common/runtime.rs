@@ -74,7 +74,8 @@ pub struct Outcome {
     /// runtime's start, the plugin's open and its first batch.
     pub first_after: f64,
     pub rss_kib: u64,
-    /// CPU seconds `iggy-connectors` used (start, open and the whole read).
+    /// CPU seconds `iggy-connectors` used (start, open and the whole read, until the last
+    /// message was seen).
     pub cpu: f64,
     /// CPU seconds the whole machine was busy over the same time (every process: the Fluss
     /// cluster, `iggy-server`, `iggy-connectors`, this bench's polling).
@@ -282,7 +283,16 @@ pub fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
     // Several topics are counted in one call per stream; a stream that holds several
     // connectors' topics is polled less often, since each call is a CLI process.
     let interval = Duration::from_millis(if connectors.len() > 1 { 1000 } else { 250 });
-    let mut last = (0u64, Instant::now());
+    // What the runtime and the machine had used when the count last changed: the end of a
+    // settled run, whose wait for the count to settle is no part of it.
+    let used = || {
+        (
+            Instant::now(),
+            super::cpu_seconds(&pid.to_string()),
+            super::machine_busy_seconds(),
+        )
+    };
+    let mut last = (0u64, used());
     let total = loop {
         std::thread::sleep(interval);
         assert!(
@@ -293,11 +303,16 @@ pub fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
         );
         let count = server.stream_messages(STREAM).unwrap_or(0);
         if count != last.0 {
-            last = (count, Instant::now());
+            last = (count, used());
         }
         match run.messages {
-            Some(n) if count >= n => break count,
-            None if count > 0 && last.1.elapsed() >= run.settle.unwrap_or(SETTLED) => break count,
+            Some(n) if count >= n => {
+                last.1 = used();
+                break count;
+            }
+            None if count > 0 && last.1 .0.elapsed() >= run.settle.unwrap_or(SETTLED) => {
+                break count
+            }
             _ => {}
         }
         assert!(
@@ -307,14 +322,10 @@ pub fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
             runtime.log_path().display()
         );
     };
-    let wall = match run.messages {
-        Some(_) => started.elapsed(),
-        None => last.1 - started,
-    }
-    .as_secs_f64();
+    let (ended, cpu, machine_ended) = last.1;
+    let wall = (ended - started).as_secs_f64();
+    let machine_cpu = machine_ended - machine_started;
     let rss_kib = super::peak_rss_kib(&pid.to_string());
-    let cpu = super::cpu_seconds(&pid.to_string());
-    let machine_cpu = super::machine_busy_seconds() - machine_started;
     stop_perf(perf);
     runtime.stop(Stop::Kill);
     // The runtime writes `<file>.tmp` and renames it into place: only the state files count.
