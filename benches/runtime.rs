@@ -301,6 +301,7 @@ fn main() {
                 linger_time: None,
                 messages: (!arrow_payload(shape)).then_some(expected),
                 settle: None,
+                census: false,
             };
             let ours = measure(&base, &run, perf_dir.as_deref());
             assert_eq!(ours.rows, expected, "{}: rows delivered", run.label);
@@ -648,6 +649,7 @@ fn run_sweep(base: &Path, test_source: &Path, total: u64, repeat: usize) {
                 linger_time: linger.map(str::to_owned),
                 messages: Some(total),
                 settle: None,
+                census: false,
             };
             let outcome = measure(base, &run, None);
             eprintln!(

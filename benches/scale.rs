@@ -37,7 +37,9 @@
 //! batch), `iggy-connectors`' peak RSS (VmHWM), the runtime's saves of the connector's state
 //! file (counted with inotify: how many, and the file's size after each), and the CPU the
 //! whole machine spent per row, with the 1-minute load average at the run's start (the
-//! machine is shared: read the ratios, which are taken within one run).
+//! machine is shared: read the ratios, which are taken within one run), and the bytes the
+//! runtime logged. With `SCALE_CENSUS=1` each run's Fluss requests are counted by API as the
+//! idle phase counts them (over the whole run, under strace: its rates are then not comparable).
 //!
 //! Partitions are created one by one through the admin API (`max.partition.num`, 1000 by
 //! default in Fluss 0.9.1, is the most a table takes; the bench stops at the first refusal and
@@ -56,7 +58,8 @@
 //! `SCALE_PK_ROWS` (default `SCALE_ROWS`), `SCALE_PK_PARTITIONS` (default P), `SCALE_TABLES`
 //! (default 10), `SCALE_IDLE_SECS` (default 300), `SCALE_IDLE_BASELINE_SECS` (default 60),
 //! `SCALE_IDLE_WARMUP_SECS` (after the plugin opened, before the window; default 15),
-//! `SCALE_IDLE_CENSUS_SECS` (default 30; 0: no strace).
+//! `SCALE_IDLE_CENSUS_SECS` (default 30; 0: no strace), `SCALE_CENSUS=1` (the requests of every
+//! throughput run).
 //! `SCALE_PHASES` and `SCALE_IDLE_SHAPES` (`part,part_metrics,log2`) select; `FLUSS_BOOTSTRAP`
 //! names a running cluster instead of a fresh one (the Fluss CPU figures then need its pids and
 //! are left out); `FLUSS_TABLET_HEAP` (default here 2g: thousands of buckets),
@@ -68,6 +71,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::census::{api_name, Census, RequestCensus};
 use common::runtime::{
     ceiling, fmt_rate, measure, tokio_runtime, CeilingShape, Outcome, Run, STREAM,
 };
@@ -97,6 +101,8 @@ struct Settings {
     idle_baseline: Duration,
     idle_warmup: Duration,
     census: Duration,
+    /// Count each throughput run's Fluss requests (`SCALE_CENSUS=1`).
+    census_runs: bool,
     phases: Vec<String>,
     idle_shapes: Vec<String>,
 }
@@ -125,6 +131,7 @@ impl Settings {
             idle_baseline: secs("SCALE_IDLE_BASELINE_SECS", 60),
             idle_warmup: secs("SCALE_IDLE_WARMUP_SECS", 15),
             census: secs("SCALE_IDLE_CENSUS_SECS", 30),
+            census_runs: std::env::var("SCALE_CENSUS").is_ok_and(|v| v == "1"),
             phases: list("SCALE_PHASES", "log,idle,multi,pk"),
             idle_shapes: list("SCALE_IDLE_SHAPES", "part,part_metrics,log2"),
         }
@@ -275,7 +282,8 @@ fn plugin_config(cluster: &Cluster, table: &TablePath, extra: Value) -> Value {
     config
 }
 
-/// A run of the plugin with one connector per table of `tables`, reading all of their rows.
+/// A run of the plugin with one connector per table of `tables`, reading all of their rows
+/// (`census`: its requests counted, [`Run::census`]).
 fn plugin_run(
     cluster: &Cluster,
     label: &str,
@@ -283,6 +291,7 @@ fn plugin_run(
     tables: &[&Table],
     format: Format,
     extra: Value,
+    census: bool,
 ) -> Run {
     let mut extra = extra;
     if format == Format::Ipc {
@@ -309,6 +318,7 @@ fn plugin_run(
         // Arrow IPC ends when the topics stop growing: a plugin reading many partitions may
         // pause for seconds (listing their offsets) between two messages.
         settle: Some(Duration::from_secs(20)),
+        census,
     }
 }
 
@@ -341,11 +351,12 @@ fn measured(base_dir: &Path, run: &Run, rows: usize, base: Option<&str>) -> Meas
     }
 }
 
-/// The throughput table of `runs`: each against its base run.
-fn print_runs(title: &str, runs: &[Measured]) {
+/// The throughput table of `runs`: each against its base run; the requests of runs counted
+/// with `SCALE_CENSUS` (only those to a server of `servers`, if known).
+fn print_runs(title: &str, runs: &[Measured], servers: &[Server]) {
     println!("\n{title}");
     println!(
-        "{:<14} {:>9} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "{:<14} {:>9} {:>10} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6}",
         "run",
         "rows",
         "rows/s",
@@ -354,8 +365,9 @@ fn print_runs(title: &str, runs: &[Measured]) {
         "RSS MiB",
         "saves",
         "B/save",
-        "state B/row",
-        "mach us/row",
+        "st B/row",
+        "us/row",
+        "log KiB",
         "load"
     );
     for m in runs {
@@ -368,7 +380,7 @@ fn print_runs(title: &str, runs: &[Measured]) {
                 format!("{:.2}x", o.rate() / b.outcome.rate())
             });
         println!(
-            "{:<14} {:>9} {:>10} {:>10} {:>9.2}s {:>8.1} {:>10} {:>10.0} {:>10.2} {:>10.2} {:>6.2}",
+            "{:<14} {:>9} {:>10} {:>8} {:>7.2}s {:>8.1} {:>7} {:>8.0} {:>8.2} {:>8.2} {:>8.0} {:>6.2}",
             m.name,
             o.rows,
             fmt_rate(o.rate()),
@@ -379,19 +391,59 @@ fn print_runs(title: &str, runs: &[Measured]) {
             o.saves.per_save(),
             o.saves.bytes as f64 / o.rows.max(1) as f64,
             o.machine_us_per_row(),
+            o.log_bytes as f64 / 1024.0,
             o.load,
         );
     }
     println!(
         "(rows/s: first to last message in the topics; vs base: rows/s against the run named in \
          its base; 1st msg: from the runtime's start; RSS: iggy-connectors peak; saves: the \
-         runtime's writes of the state file(s), B/save their mean size; mach us/row: CPU of \
-         every process on the machine per row; load: 1-minute load average at the start)"
+         runtime's writes of the state file(s), B/save their mean size, st B/row: state bytes \
+         written per row; us/row: CPU of every process on the machine per row; log: the \
+         runtime's log; load: 1-minute load average at the start)"
     );
+    for m in runs {
+        if let Some(requests) = &m.outcome.requests {
+            let to_fluss: Vec<_> = requests
+                .iter()
+                .filter(|((port, _), _)| to_fluss(servers, *port))
+                .collect();
+            println!(
+                "{:<14} {} requests to Fluss (under strace): {}",
+                m.name,
+                to_fluss.iter().map(|(_, n)| **n).sum::<u64>(),
+                to_fluss
+                    .iter()
+                    .map(|((port, key), n)| format!(
+                        "{} {} {n}",
+                        server_name(servers, *port),
+                        api_name(*key)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+}
+
+/// A Fluss server process of a local cluster: name, pid, client port.
+type Server = (String, String, Option<u16>);
+
+/// Whether `port` is a Fluss server's (any port when the servers are unknown).
+fn to_fluss(servers: &[Server], port: u16) -> bool {
+    servers.is_empty() || servers.iter().any(|s| s.2 == Some(port))
+}
+
+/// The name of the server listening on `port`, else `:port`.
+fn server_name(servers: &[Server], port: u16) -> String {
+    servers
+        .iter()
+        .find(|(_, _, p)| *p == Some(port))
+        .map_or(format!(":{port}"), |(name, _, _)| name.clone())
 }
 
 /// The Fluss server processes of a local cluster: name, pid, client port.
-fn fluss_servers(cluster: &Cluster) -> Vec<(String, String, Option<u16>)> {
+fn fluss_servers(cluster: &Cluster) -> Vec<Server> {
     let Some(dir) = cluster.dir() else {
         return Vec::new();
     };
@@ -473,143 +525,8 @@ fn traffic(pid: u32) -> BTreeMap<u16, Traffic> {
     per_port
 }
 
-/// Requests per (peer port, Fluss API key).
-type Census = BTreeMap<(u16, u16), u64>;
-
-/// Fluss API keys (fluss-rs `src/rpc/api_key.rs`) a source sends.
-const API_NAMES: &[(u16, &str)] = &[
-    (1000, "ApiVersions"),
-    (1007, "GetTable"),
-    (1009, "ListPartitionInfos"),
-    (1011, "GetTableSchema"),
-    (1012, "MetaData"),
-    (1015, "FetchLog"),
-    (1021, "ListOffsets"),
-    (1023, "GetLatestKvSnapshots"),
-    (1024, "GetKvSnapshotMetadata"),
-    (1025, "GetFileSystemSecurityToken"),
-    (1038, "Authenticate"),
-    (1056, "AcquireKvSnapshotLease"),
-    (1057, "ReleaseKvSnapshotLease"),
-];
-
-fn api_name(key: u16) -> String {
-    API_NAMES
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map_or(format!("api {key}"), |(_, n)| (*n).to_owned())
-}
-
-/// Requests per (peer port, API key) that process `pid` sent over `window`, read from the
-/// frames of its socket writes: `strace -f -yy -xx -s 8` of `sendto`/`write`, each frame a
-/// 4-byte length and a header that begins with the API key (fluss-rs `rpc/frame.rs`,
-/// `message/header.rs`). `None` when strace cannot attach.
-fn request_census(pid: u32, window: Duration, dir: &Path) -> Option<Census> {
-    let out = dir.join("census.strace");
-    let mut strace = std::process::Command::new("strace")
-        .args([
-            "-qq",
-            "-f",
-            "-yy",
-            "-xx",
-            "-s",
-            "8",
-            "-e",
-            "trace=sendto,write",
-            "-p",
-        ])
-        .arg(pid.to_string())
-        .arg("-o")
-        .arg(&out)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    std::thread::sleep(window);
-    // strace detaches on SIGINT; our own child, not reaped yet, so its pid is ours.
-    let _ = std::process::Command::new("kill")
-        .args(["-INT", &strace.id().to_string()])
-        .status();
-    let _ = strace.wait();
-    let text = std::fs::read_to_string(&out).ok()?;
-    let _ = std::fs::remove_file(&out);
-    // Per socket (its description): bytes left of the frame being written, and whether its
-    // API key is still to come (a large frame's length is written on its own).
-    let mut frames: BTreeMap<String, (u64, bool)> = BTreeMap::new();
-    let mut counts = Census::new();
-    for line in text.lines() {
-        let Some(socket) = line
-            .split_once("<TCP:[")
-            .and_then(|(_, rest)| rest.split_once("]>"))
-            .map(|(s, _)| s)
-        else {
-            continue;
-        };
-        let Some(port) = socket
-            .split_once("->")
-            .and_then(|(_, peer)| peer.rsplit_once(':'))
-            .and_then(|(_, p)| p.parse::<u16>().ok())
-        else {
-            continue;
-        };
-        let Some((data, rest)) = line
-            .split_once('"')
-            .and_then(|(_, rest)| rest.split_once('"'))
-        else {
-            continue;
-        };
-        let bytes: Vec<u8> = data
-            .split("\\x")
-            .filter_map(|h| u8::from_str_radix(h.get(..2)?, 16).ok())
-            .collect();
-        // The length argument, and the result where the call finished on this line.
-        let asked: u64 = rest
-            .split(',')
-            .nth(1)
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or(0);
-        let written = match line.rsplit_once(" = ") {
-            Some((_, result)) if !line.contains("<unfinished") => {
-                match result
-                    .split_whitespace()
-                    .next()
-                    .and_then(|n| n.parse::<i64>().ok())
-                {
-                    Some(n) if n < 0 => continue,
-                    Some(n) => n as u64,
-                    None => asked,
-                }
-            }
-            _ => asked,
-        };
-        let (left, key_pending) = frames.entry(socket.to_owned()).or_insert((0, false));
-        let api = |b: &[u8], at: usize| Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]));
-        if *left == 0 {
-            if bytes.len() < 4 {
-                continue;
-            }
-            let length = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as u64;
-            match api(&bytes, 4) {
-                Some(key) => *counts.entry((port, key)).or_default() += 1,
-                None => *key_pending = true,
-            }
-            *left = (4 + length).saturating_sub(written);
-        } else {
-            if *key_pending {
-                if let Some(key) = api(&bytes, 0) {
-                    *counts.entry((port, key)).or_default() += 1;
-                    *key_pending = false;
-                }
-            }
-            *left = left.saturating_sub(written);
-        }
-    }
-    Some(counts)
-}
-
 /// CPU seconds of each Fluss server so far.
-fn fluss_cpu(servers: &[(String, String, Option<u16>)]) -> Vec<f64> {
+fn fluss_cpu(servers: &[Server]) -> Vec<f64> {
     servers
         .iter()
         .map(|(_, pid, _)| common::cpu_seconds(pid))
@@ -633,6 +550,8 @@ struct Idle {
     rss_kib: u64,
     /// The plugin's WARN lines in the runtime log.
     warnings: usize,
+    /// Bytes the runtime logged over the window.
+    log_bytes: u64,
     /// `fluss_source_errors_total` and `fluss_source_outages_total`, with metrics on.
     errors: Option<(f64, f64)>,
     /// Requests per (peer port, API key) over the census after the window, and its seconds.
@@ -641,7 +560,7 @@ struct Idle {
 }
 
 /// The Fluss servers alone over `window`: CPU seconds of each, and of the machine.
-fn fluss_alone(servers: &[(String, String, Option<u16>)], window: Duration) -> (Vec<f64>, f64) {
+fn fluss_alone(servers: &[Server], window: Duration) -> (Vec<f64>, f64) {
     let cpu = fluss_cpu(servers);
     let machine = common::machine_busy_seconds();
     std::thread::sleep(window);
@@ -658,7 +577,7 @@ fn idle_run(
     name: &str,
     plugin: &Path,
     config: Value,
-    servers: &[(String, String, Option<u16>)],
+    servers: &[Server],
     settings: &Settings,
 ) -> Idle {
     let dir = base_dir.join(name);
@@ -676,6 +595,9 @@ fn idle_run(
     runtime.wait_for_log("opened", 1, OPEN_TIMEOUT);
     let open = started.elapsed().as_secs_f64();
     std::thread::sleep(settings.idle_warmup);
+    let log_path = runtime.log_path();
+    let log_size = || std::fs::metadata(&log_path).map_or(0, |m| m.len());
+    let log_before = log_size();
     let before = (
         common::cpu_seconds(&pid.to_string()),
         fluss_cpu(servers),
@@ -701,6 +623,7 @@ fn idle_run(
         .collect();
     let machine = common::machine_busy_seconds() - before.2;
     let after = traffic(pid);
+    let log_bytes = log_size().saturating_sub(log_before);
     let rss_kib = common::peak_rss_kib(&pid.to_string());
     let errors = metrics_port.and_then(|port| {
         let (_, samples) = metrics::scrape(port).ok()?;
@@ -717,8 +640,12 @@ fn idle_run(
         ))
     });
     let census = (!settings.census.is_zero())
-        .then(|| request_census(pid, settings.census, &dir))
+        .then(|| RequestCensus::start(pid, &dir))
         .flatten()
+        .and_then(|census| {
+            std::thread::sleep(settings.census);
+            census.finish()
+        })
         .map(|counts| (counts, settings.census.as_secs_f64()));
     if census.is_none() && !settings.census.is_zero() {
         eprintln!("scale: {name}: no request census (strace could not attach)");
@@ -765,6 +692,7 @@ fn idle_run(
         reconnected,
         rss_kib,
         warnings,
+        log_bytes,
         errors,
         census,
         load,
@@ -776,12 +704,7 @@ fn idle_run(
     idle
 }
 
-fn print_idle(
-    settings: &Settings,
-    servers: &[(String, String, Option<u16>)],
-    alone: &(Vec<f64>, f64),
-    runs: &[Idle],
-) {
+fn print_idle(settings: &Settings, servers: &[Server], alone: &(Vec<f64>, f64), runs: &[Idle]) {
     let per_min = |cpu: f64, secs: f64| cpu * 60.0 / secs.max(1e-6);
     let alone_secs = settings.idle_baseline.as_secs_f64();
     println!(
@@ -799,12 +722,6 @@ fn print_idle(
             .join(", "),
         per_min(alone.1, alone_secs)
     );
-    let port_name = |port: u16| {
-        servers
-            .iter()
-            .find(|(_, _, p)| *p == Some(port))
-            .map_or(format!(":{port}"), |(name, _, _)| name.clone())
-    };
     println!(
         "{:<14} {:>7} {:>10} {:>10} {:>10} {:>8} {:>6} {:>6}  to each Fluss server: TCP segments/s out, bytes/s out / in",
         "run", "open s", "connector", "Fluss", "machine", "RSS MiB", "WARN", "load"
@@ -814,11 +731,11 @@ fn print_idle(
         let traffic = run
             .traffic
             .iter()
-            .filter(|(port, _)| servers.is_empty() || servers.iter().any(|s| s.2 == Some(**port)))
+            .filter(|(port, _)| to_fluss(servers, **port))
             .map(|(port, t)| {
                 format!(
                     "{} {:.1}/s, {:.0} / {:.0} B/s",
-                    port_name(*port),
+                    server_name(servers, *port),
                     t.segs_out as f64 / run.window,
                     t.bytes_out as f64 / run.window,
                     t.bytes_in as f64 / run.window,
@@ -844,7 +761,7 @@ fn print_idle(
         );
         if !servers.is_empty() {
             println!(
-                "{:<14} Fluss per server: {}; over Fluss alone: {:+.2}",
+                "{:<14} Fluss per server: {}; over Fluss alone: {:+.2}; the runtime logged {:.1} KiB/min",
                 "",
                 servers
                     .iter()
@@ -852,7 +769,8 @@ fn print_idle(
                     .map(|((name, _, _), cpu)| format!("{name} {:.2}", per_min(*cpu, run.window)))
                     .collect::<Vec<_>>()
                     .join(", "),
-                per_min(fluss, run.window) - per_min(alone.0.iter().sum(), alone_secs)
+                per_min(fluss, run.window) - per_min(alone.0.iter().sum(), alone_secs),
+                per_min(run.log_bytes as f64, run.window) / 1024.0
             );
         }
         if let Some((counts, secs)) = &run.census {
@@ -861,12 +779,10 @@ fn print_idle(
                 "",
                 counts
                     .iter()
-                    .filter(|((port, _), _)| {
-                        servers.is_empty() || servers.iter().any(|s| s.2 == Some(*port))
-                    })
+                    .filter(|((port, _), _)| to_fluss(servers, *port))
                     .map(|((port, key), n)| format!(
                         "{} {} {:.2}",
-                        port_name(*port),
+                        server_name(servers, *port),
                         api_name(*key),
                         *n as f64 / secs
                     ))
@@ -961,7 +877,15 @@ fn main() {
                 (base_name.clone(), log2),
                 (format!("part_{}", format.name()), part),
             ] {
-                let run = plugin_run(cluster, &name, &plugin, &[table], format, json!({}));
+                let run = plugin_run(
+                    cluster,
+                    &name,
+                    &plugin,
+                    &[table],
+                    format,
+                    json!({}),
+                    settings.census_runs,
+                );
                 let base_of = (name != base_name).then_some(base_name.as_str());
                 runs.push(measured(&base, &run, table.rows, base_of));
             }
@@ -972,6 +896,7 @@ fn main() {
                 settings.rows, part.partitions
             ),
             &runs,
+            &servers,
         );
     }
 
@@ -1030,6 +955,7 @@ fn main() {
             &[log2],
             Format::Json,
             json!({}),
+            settings.census_runs,
         );
         let all: Vec<&Table> = many.iter().collect();
         let ten = plugin_run(
@@ -1039,6 +965,7 @@ fn main() {
             &all,
             Format::Json,
             json!({}),
+            settings.census_runs,
         );
         let mut runs = Vec::new();
         for (run, rows) in [(one, log2.rows), (ten, per_table * settings.tables)] {
@@ -1130,6 +1057,7 @@ fn main() {
                     &[table],
                     format,
                     json!({"starting_offset": "full"}),
+                    settings.census_runs,
                 );
                 let base_of = (name != base_name).then_some(base_name.as_str());
                 runs.push(measured(&base, &run, table.rows, base_of));
@@ -1142,6 +1070,7 @@ fn main() {
                 pk2.rows, pkpart.partitions
             ),
             &runs,
+            &servers,
         );
     }
     println!("load average at the end {:.2}", common::load_average());

@@ -1,9 +1,10 @@
 //! The data shared by the benches: a 10-column batch of mixed types (the shape the project's
 //! throughput figures are quoted for) and its Fluss schema, the tables the benches read, and
 //! what a run cost the machine (CPU, peak RSS, load). [`runtime`]: runs through the real Iggy
-//! runtime.
+//! runtime; [`census`]: the Fluss requests a process sends.
 #![allow(dead_code)] // each bench uses a different part
 
+pub mod census;
 pub mod runtime;
 
 use std::sync::Arc;

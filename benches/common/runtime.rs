@@ -16,6 +16,8 @@ use fluss_testkit::iggy::{
 };
 use serde_json::{json, Value};
 
+use super::census::{Census, RequestCensus};
+
 /// The stream every run publishes to.
 pub const STREAM: &str = "bench";
 /// Longest wait for one run to deliver everything.
@@ -49,6 +51,9 @@ pub struct Run {
     /// How long the count must stay the same to count as settled (`None`: 3 s); longer for a
     /// plugin that may pause between messages (many partitions).
     pub settle: Option<Duration>,
+    /// Count the runtime's Fluss requests by API over the run ([`RequestCensus`]: strace,
+    /// which slows the runtime, so the run's rates are not comparable with others).
+    pub census: bool,
 }
 
 impl Run {
@@ -92,6 +97,10 @@ pub struct Outcome {
     pub saves: Saves,
     /// The 1-minute load average when the run started.
     pub load: f64,
+    /// The runtime's Fluss requests over the run, with [`Run::census`].
+    pub requests: Option<Census>,
+    /// Bytes the runtime logged (its stdout and stderr, the plugin's lines with them).
+    pub log_bytes: u64,
 }
 
 impl Outcome {
@@ -280,6 +289,10 @@ pub fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
     let mut runtime = ConnectorsRuntime::start(&server, &runtime_dir, &connectors);
     let pid = runtime.pid().expect("runtime pid");
     let perf = perf_dir.and_then(|d| start_perf(pid, &d.join(format!("{}-{pid}.data", run.label))));
+    let census = run
+        .census
+        .then(|| RequestCensus::start(pid, &dir))
+        .flatten();
     // Several topics are counted in one call per stream; a stream that holds several
     // connectors' topics is polled less often, since each call is a CLI process.
     let interval = Duration::from_millis(if connectors.len() > 1 { 1000 } else { 250 });
@@ -327,7 +340,9 @@ pub fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
     let machine_cpu = machine_ended - machine_started;
     let rss_kib = super::peak_rss_kib(&pid.to_string());
     stop_perf(perf);
+    let requests = census.and_then(RequestCensus::finish);
     runtime.stop(Stop::Kill);
+    let log_bytes = std::fs::metadata(runtime.log_path()).map_or(0, |m| m.len());
     // The runtime writes `<file>.tmp` and renames it into place: only the state files count.
     let state_files: Vec<String> = connectors
         .iter()
@@ -388,6 +403,8 @@ pub fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
         payload_bytes: reads.iter().map(|r| r.bytes).sum(),
         saves,
         load,
+        requests,
+        log_bytes,
     }
 }
 
@@ -455,6 +472,7 @@ pub fn ceiling(run: &Run, plugin: &Outcome, shape: &CeilingShape, test_source: &
         linger_time: None,
         messages: Some(per_connector * connectors),
         settle: None,
+        census: false,
     }
 }
 
