@@ -63,7 +63,9 @@
 //! `SCALE_PHASES` and `SCALE_IDLE_SHAPES` (`part,part_metrics,log2`) select; `FLUSS_BOOTSTRAP`
 //! names a running cluster instead of a fresh one (the Fluss CPU figures then need its pids and
 //! are left out); `FLUSS_TABLET_HEAP` (default here 2g: thousands of buckets),
-//! `RUNTIME_KEEP_LOGS=DIR` (each run's runtime log), `FLUSS_PLUGIN_LIBRARY=PATH` (another build).
+//! `RUNTIME_KEEP_LOGS=DIR` (each run's runtime log), `SCALE_PERF=DIR` (a `perf record -a -g`
+//! of each throughput run and idle window; `perf report --pid PID`, the pid in the file name,
+//! keeps the runtime's samples), `FLUSS_PLUGIN_LIBRARY=PATH` (another build).
 
 mod common;
 
@@ -73,7 +75,8 @@ use std::time::{Duration, Instant};
 
 use common::census::{api_name, Census, RequestCensus};
 use common::runtime::{
-    ceiling, fmt_rate, measure, tokio_runtime, CeilingShape, Outcome, Run, STREAM,
+    ceiling, fmt_rate, measure, start_perf, stop_perf, tokio_runtime, CeilingShape, Outcome, Run,
+    STREAM,
 };
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::TablePath;
@@ -329,9 +332,14 @@ struct Measured {
     base: Option<String>,
 }
 
-/// Runs `run` and checks that it delivered `rows` rows.
+/// Runs `run` and checks that it delivered `rows` rows; with `SCALE_PERF=DIR`, a
+/// `perf record -a -g` of the run into DIR (as `RUNTIME_PERF` in `benches/runtime.rs`).
 fn measured(base_dir: &Path, run: &Run, rows: usize, base: Option<&str>) -> Measured {
-    let outcome = measure(base_dir, run, None);
+    let perf = std::env::var_os("SCALE_PERF").map(PathBuf::from);
+    if let Some(dir) = &perf {
+        std::fs::create_dir_all(dir).expect("perf dir");
+    }
+    let outcome = measure(base_dir, run, perf.as_deref());
     assert_eq!(outcome.rows, rows as u64, "{}: rows delivered", run.label);
     eprintln!(
         "scale: {:<14} {:>9}/s, first message after {:.2} s, RSS {:.1} MiB, {} saves of {:.0} B, machine {:.2} us/row, load {:.2}",
@@ -605,6 +613,11 @@ fn idle_run(
         traffic(pid),
         Instant::now(),
     );
+    let perf = std::env::var_os("SCALE_PERF").and_then(|dir| {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).expect("perf dir");
+        start_perf(pid, &dir.join(format!("{name}-{pid}.data")))
+    });
     let deadline = Instant::now() + settings.idle;
     while Instant::now() < deadline {
         std::thread::sleep((deadline - Instant::now()).min(Duration::from_secs(5)));
@@ -614,6 +627,7 @@ fn idle_run(
             runtime.log_path().display()
         );
     }
+    stop_perf(perf);
     let window = before.4.elapsed().as_secs_f64();
     let connector_cpu = common::cpu_seconds(&pid.to_string()) - before.0;
     let fluss = fluss_cpu(servers)

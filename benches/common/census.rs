@@ -14,6 +14,7 @@ pub type Census = BTreeMap<(u16, u16), u64>;
 /// Fluss API keys (fluss-rs `src/rpc/api_key.rs`) a source sends.
 const API_NAMES: &[(u16, &str)] = &[
     (1000, "ApiVersions"),
+    (1003, "ListDatabases"),
     (1007, "GetTable"),
     (1009, "ListPartitionInfos"),
     (1011, "GetTableSchema"),

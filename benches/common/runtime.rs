@@ -165,7 +165,7 @@ fn messages_at(
 
 /// Starts a perf recording while `_pid` runs, into `out` (ended with SIGINT by
 /// [`stop_perf`]).
-fn start_perf(_pid: u32, out: &Path) -> Option<Child> {
+pub fn start_perf(_pid: u32, out: &Path) -> Option<Child> {
     Command::new("perf")
         // System-wide: `-p` missed the plugin's own threads; `perf report --pid PID` (the
         // pid is in the file name) keeps the runtime's samples.
@@ -178,7 +178,7 @@ fn start_perf(_pid: u32, out: &Path) -> Option<Child> {
         .ok()
 }
 
-fn stop_perf(perf: Option<Child>) {
+pub fn stop_perf(perf: Option<Child>) {
     if let Some(mut perf) = perf {
         // perf writes its file on SIGINT; our own child, not reaped yet, so its pid is ours.
         let _ = Command::new("kill")
