@@ -49,32 +49,14 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
+use common::runtime::{
+    ceiling, fmt_rate, measure, median, tokio_runtime, CeilingShape, Outcome, Run,
+};
 use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
-use fluss_testkit::iggy::{
-    parse_messages, ConnectorsRuntime, HeaderValue, IggyServer, Message, SourceConnector, Stop,
-};
 use fluss_testkit::{tables, Cluster, ClusterOptions};
 use serde_json::{json, Value};
-
-const STREAM: &str = "bench";
-const TOPIC: &str = "rows";
-/// Longest wait for one run to deliver everything.
-const RUN_TIMEOUT: Duration = Duration::from_secs(900);
-/// An Arrow IPC run is complete when the topic's count stays the same this long.
-const SETTLED: Duration = Duration::from_secs(3);
-/// The plugin's default `max_batch_bytes`: the ceiling of Arrow IPC batches as many messages.
-const MAX_BATCH_BYTES: usize = 8 << 20;
-
-fn tokio_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 /// The bare fluss-rs batch scanner over the whole log table: rows/s from its first non-empty
 /// poll to the last row (the same span the runtime figures use).
@@ -88,251 +70,6 @@ async fn bare_scanner(bootstrap: &str, path: &TablePath, rows: usize) -> f64 {
         scan.rows as f64 / scan.subscribed.elapsed().as_secs_f64()
     );
     rate
-}
-
-/// What one source delivers and how the stream is set up.
-#[derive(Clone)]
-struct Run {
-    label: String,
-    library: PathBuf,
-    plugin_config: Value,
-    stream_schema: &'static str,
-    batch_length: Option<u32>,
-    linger_time: Option<String>,
-    /// Messages to wait for; `None`: until the count settles (Arrow IPC).
-    messages: Option<u64>,
-}
-
-/// What one run measured.
-#[derive(Clone, Debug)]
-struct Outcome {
-    messages: u64,
-    /// Seconds from the first message's server timestamp to the last's.
-    span: f64,
-    /// Seconds from starting the runtime to seeing the last message.
-    wall: f64,
-    rss_kib: u64,
-    /// CPU seconds `iggy-connectors` used (start, open and the whole read).
-    cpu: f64,
-    /// CPU seconds the whole machine was busy over the same time (every process: the Fluss
-    /// cluster, `iggy-server`, `iggy-connectors`, this bench's polling).
-    machine_cpu: f64,
-    first: Message,
-    /// Rows in the first message (they landed at the span's start, so are not counted).
-    first_rows: u64,
-    /// Rows in all messages (the `fluss_row_count` headers for Arrow IPC, else `messages`).
-    rows: u64,
-    payload_bytes: u64,
-}
-
-impl Outcome {
-    /// Rows per second over the span.
-    fn rate(&self) -> f64 {
-        (self.rows - self.first_rows) as f64 / self.span.max(1e-6)
-    }
-
-    /// CPU microseconds of the runtime process per row.
-    fn cpu_us_per_row(&self) -> f64 {
-        self.cpu * 1e6 / self.rows.max(1) as f64
-    }
-
-    /// CPU microseconds the whole machine spent per row.
-    fn machine_us_per_row(&self) -> f64 {
-        self.machine_cpu * 1e6 / self.rows.max(1) as f64
-    }
-
-    /// How busy the machine's cores were over the run (1.0: every core all the time).
-    fn machine_load(&self) -> f64 {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        self.machine_cpu / (self.wall.max(1e-6) * cores)
-    }
-}
-
-fn row_count(m: &Message) -> Option<u64> {
-    m.headers
-        .get("fluss_row_count")
-        .and_then(HeaderValue::as_i64)
-        .map(|n| n as u64)
-}
-
-fn message_at(server: &IggyServer, dir: &Path, offset: u64, count: u64) -> Vec<Message> {
-    let file = dir.join(format!("poll-{offset}.bin"));
-    server
-        .cli(&[
-            "message",
-            "poll",
-            "--offset",
-            &offset.to_string(),
-            "-m",
-            &count.to_string(),
-            "--output-file",
-            &file.to_string_lossy(),
-            STREAM,
-            TOPIC,
-            "0",
-        ])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let bytes = std::fs::read(&file).unwrap_or_default();
-    let _ = std::fs::remove_file(&file);
-    parse_messages(&bytes).unwrap_or_else(|e| panic!("messages at {offset}: {e}"))
-}
-
-/// Starts a perf recording while `_pid` runs, into `out` (ended with SIGINT by
-/// [`stop_perf`]).
-fn start_perf(_pid: u32, out: &Path) -> Option<Child> {
-    Command::new("perf")
-        // System-wide: `-p` missed the plugin's own threads; `perf report --pid PID` (the
-        // pid is in the file name) keeps the runtime's samples.
-        .args(["record", "-a", "-g", "-F", "499", "-o"])
-        .arg(out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()
-}
-
-fn stop_perf(perf: Option<Child>) {
-    if let Some(mut perf) = perf {
-        // perf writes its file on SIGINT; our own child, not reaped yet, so its pid is ours.
-        let _ = Command::new("kill")
-            .args(["-INT", &perf.id().to_string()])
-            .status();
-        let _ = perf.wait();
-    }
-}
-
-/// One run in a server and runtime of its own (its data dir removed afterwards).
-fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
-    let dir = base.join(&run.label);
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut server = IggyServer::start(&dir);
-    let mut connector = SourceConnector::new(
-        "bench",
-        &run.library,
-        STREAM,
-        TOPIC,
-        run.stream_schema,
-        run.plugin_config.clone(),
-    );
-    connector.batch_length = run.batch_length;
-    connector.linger_time = run.linger_time.clone();
-    let started = Instant::now();
-    let machine_started = common::machine_busy_seconds();
-    let mut runtime = ConnectorsRuntime::start(&server, &dir.join("runtime"), &[connector]);
-    let pid = runtime.pid().expect("runtime pid");
-    let perf = perf_dir.and_then(|d| start_perf(pid, &d.join(format!("{}-{pid}.data", run.label))));
-    let mut last = (0u64, Instant::now());
-    let messages = loop {
-        std::thread::sleep(Duration::from_millis(250));
-        assert!(
-            runtime.is_running(),
-            "{}: iggy-connectors exited; see {}",
-            run.label,
-            runtime.log_path().display()
-        );
-        let count = server.topic(STREAM, TOPIC).map_or(0, |t| t.messages);
-        if count != last.0 {
-            last = (count, Instant::now());
-        }
-        match run.messages {
-            Some(n) if count >= n => break count,
-            None if count > 0 && last.1.elapsed() >= SETTLED => break count,
-            _ => {}
-        }
-        assert!(
-            started.elapsed() < RUN_TIMEOUT,
-            "{}: {count} messages after {RUN_TIMEOUT:?}; see {}",
-            run.label,
-            runtime.log_path().display()
-        );
-    };
-    let wall = match run.messages {
-        Some(_) => started.elapsed(),
-        None => last.1 - started,
-    }
-    .as_secs_f64();
-    let rss_kib = common::peak_rss_kib(&pid.to_string());
-    let cpu = common::cpu_seconds(&pid.to_string());
-    let machine_cpu = common::machine_busy_seconds() - machine_started;
-    stop_perf(perf);
-    runtime.stop(Stop::Kill);
-    let first = message_at(&server, &dir, 0, 1).remove(0);
-    let last_message = message_at(&server, &dir, messages - 1, 1).remove(0);
-    let counted = run.messages.is_none();
-    let mut first_rows = if counted {
-        row_count(&first).expect("an Arrow IPC message has fluss_row_count")
-    } else {
-        1
-    };
-    let (rows, payload_bytes) = if counted {
-        // Arrow IPC: every message, for its row count and size.
-        let mut rows = 0;
-        let mut bytes = 0;
-        let mut offset = 0;
-        while offset < messages {
-            let chunk = message_at(&server, &dir, offset, 100);
-            assert!(
-                !chunk.is_empty(),
-                "{}: nothing at offset {offset}",
-                run.label
-            );
-            for m in &chunk {
-                rows += row_count(m).unwrap_or(0);
-                if m.timestamp == first.timestamp && m.offset > 0 {
-                    // Landed with the first message (one send): outside the span as well.
-                    first_rows += row_count(m).unwrap_or(0);
-                }
-                bytes += m.payload.len() as u64;
-            }
-            offset += chunk.len() as u64;
-        }
-        (rows, bytes)
-    } else {
-        (messages, first.payload.len() as u64 * messages)
-    };
-    let span = last_message.timestamp.saturating_sub(first.timestamp) as f64 / 1e6;
-    server.stop();
-    if let Some(keep) = std::env::var_os("RUNTIME_KEEP_LOGS") {
-        let keep = PathBuf::from(keep);
-        let _ = std::fs::create_dir_all(&keep);
-        let _ = std::fs::copy(runtime.log_path(), keep.join(format!("{}.log", run.label)));
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    Outcome {
-        messages,
-        span,
-        wall,
-        rss_kib,
-        cpu,
-        machine_cpu,
-        first,
-        first_rows,
-        rows,
-        payload_bytes,
-    }
-}
-
-/// The test source's `headers` list with the kinds and sizes of `m`'s headers.
-fn header_spec(m: &Message) -> Value {
-    let specs: Vec<Value> = m
-        .headers
-        .iter()
-        .map(|(name, value)| match value {
-            HeaderValue::String(s) => json!({"name": name, "kind": "string", "size": s.len()}),
-            HeaderValue::Raw(r) => json!({"name": name, "kind": "raw", "size": r.len()}),
-            HeaderValue::Int32(_) => json!({"name": name, "kind": "int32"}),
-            HeaderValue::Int64(_) => json!({"name": name, "kind": "int64"}),
-            HeaderValue::Uint64(_) => json!({"name": name, "kind": "uint64"}),
-            HeaderValue::Bool(_) => json!({"name": name, "kind": "bool"}),
-            other => panic!("header {name}: no test-source kind for {other:?}"),
-        })
-        .collect();
-    if specs.is_empty() {
-        json!("none")
-    } else {
-        Value::Array(specs)
-    }
 }
 
 /// One message shape: the plugin's run, and how its ceiling is built from what it delivered.
@@ -454,47 +191,18 @@ fn arrow_payload(shape: &ShapeSpec) -> bool {
     shape.plugin.get("payload_format") == Some(&json!("arrow_ipc"))
 }
 
-fn ceiling_run(shape: &ShapeSpec, plugin: &Outcome, test_source: &Path) -> Run {
-    let avg_payload = (plugin.payload_bytes / plugin.messages.max(1)) as usize;
-    let batch = shape
-        .batch
-        .unwrap_or_else(|| (MAX_BATCH_BYTES / avg_payload.max(1)).max(1) as u64);
-    let mut config = json!({
-        "total": plugin.messages,
-        "batch": batch,
-        "poll_ahead": true,
-        "headers": header_spec(&plugin.first),
-        "schema": if shape.stream_schema == "raw" { "raw" } else { "json" },
-    });
-    let object = config.as_object_mut().expect("object");
-    if shape.literal_payload {
-        let text = String::from_utf8(plugin.first.payload.clone()).expect("JSON payload");
-        object.insert("payload".into(), Value::String(text));
-    } else {
-        object.insert("payload_size".into(), json!(avg_payload));
-    }
-    Run {
-        label: format!("{}_ceiling", shape.name),
-        library: test_source.to_owned(),
-        plugin_config: config,
-        stream_schema: shape.stream_schema,
-        batch_length: shape.batch_length,
-        linger_time: None,
-        messages: Some(plugin.messages),
-    }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn fmt_rate(rate: f64) -> String {
-    if rate >= 1e6 {
-        format!("{:.2} M", rate / 1e6)
-    } else {
-        format!("{:.0} K", rate / 1e3)
-    }
+fn ceiling_run(shape: &ShapeSpec, run: &Run, plugin: &Outcome, test_source: &Path) -> Run {
+    let mut ceiling = ceiling(
+        run,
+        plugin,
+        &CeilingShape {
+            batch: shape.batch,
+            literal_payload: shape.literal_payload,
+        },
+        test_source,
+    );
+    ceiling.label = format!("{}_ceiling", shape.name);
+    ceiling
 }
 
 fn main() {
@@ -587,15 +295,17 @@ fn main() {
                     (Some(path), true) => path.clone(),
                     _ => plugin.clone(),
                 },
-                plugin_config: config,
+                plugin_configs: vec![config],
                 stream_schema: shape.stream_schema,
                 batch_length: shape.batch_length,
                 linger_time: None,
                 messages: (!arrow_payload(shape)).then_some(expected),
+                settle: None,
+                census: false,
             };
             let ours = measure(&base, &run, perf_dir.as_deref());
             assert_eq!(ours.rows, expected, "{}: rows delivered", run.label);
-            let mut ceiling = ceiling_run(shape, &ours, &test_source);
+            let mut ceiling = ceiling_run(shape, &run, &ours, &test_source);
             ceiling.label = format!("{}_r{round}", ceiling.label);
             let theirs = measure(&base, &ceiling, None);
             eprintln!(
@@ -926,18 +636,20 @@ fn run_sweep(base: &Path, test_source: &Path, total: u64, repeat: usize) {
             let run = Run {
                 label: format!("sweep{i}_r{round}"),
                 library: test_source.to_owned(),
-                plugin_config: json!({
+                plugin_configs: vec![json!({
                     "total": total,
                     "batch": batch,
                     "poll_ahead": true,
                     "payload_size": size,
                     "headers": headers,
                     "schema": schema,
-                }),
+                })],
                 stream_schema: schema,
                 batch_length: *batch_length,
                 linger_time: linger.map(str::to_owned),
                 messages: Some(total),
+                settle: None,
+                census: false,
             };
             let outcome = measure(base, &run, None);
             eprintln!(

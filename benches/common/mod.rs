@@ -1,6 +1,11 @@
 //! The data shared by the benches: a 10-column batch of mixed types (the shape the project's
-//! throughput figures are quoted for) and its Fluss schema.
+//! throughput figures are quoted for) and its Fluss schema, the tables the benches read, and
+//! what a run cost the machine (CPU, peak RSS, load). [`runtime`]: runs through the real Iggy
+//! runtime; [`census`]: the Fluss requests a process sends.
 #![allow(dead_code)] // each bench uses a different part
+
+pub mod census;
+pub mod runtime;
 
 use std::sync::Arc;
 
@@ -56,6 +61,14 @@ pub fn machine_busy_seconds() -> f64 {
                 .sum::<u64>();
             Some(busy as f64 / USER_HZ)
         })
+        .unwrap_or(0.0)
+}
+
+/// The 1-minute load average (`/proc/loadavg`, what `uptime` shows first), 0 when unknown.
+pub fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(0.0)
 }
 
@@ -143,6 +156,16 @@ pub fn mixed_schema() -> Schema {
         .expect("schema")
 }
 
+/// [`mixed_schema`] with the primary key `(id, qty)` (`qty` can then partition the table).
+pub fn mixed_pk_schema() -> Schema {
+    Schema::builder()
+        .with_columns(mixed_schema().columns().to_vec())
+        .primary_key(vec!["id", "qty"])
+        .expect("primary key")
+        .build()
+        .expect("schema")
+}
+
 /// The Fluss fields of [`mixed_batch`], for the encoders.
 pub fn mixed_fields() -> Vec<DataField> {
     mixed_schema().row_type().fields().clone()
@@ -152,6 +175,12 @@ pub fn mixed_fields() -> Vec<DataField> {
 /// DECIMAL(18,4), TIMESTAMP(6), DATE, a STRING with 10% nulls, BIGINT.
 pub fn mixed_batch(start: i64, rows: usize) -> RecordBatch {
     let ids: Vec<i64> = (start..start + rows as i64).collect();
+    mixed_batch_of(&ids, 1000)
+}
+
+/// The rows of [`mixed_batch`] with these `ids`, their `qty` (INT) `id % qty_modulus` instead
+/// of `id % 1000`: the partition of a table partitioned by `qty` into `qty_modulus` partitions.
+pub fn mixed_batch_of(ids: &[i64], qty_modulus: i64) -> RecordBatch {
     let schema = Arc::new(ArrowSchema::new(vec![
         Field::new("id", ArrowType::Int64, true),
         Field::new("qty", ArrowType::Int32, true),
@@ -171,9 +200,9 @@ pub fn mixed_batch(start: i64, rows: usize) -> RecordBatch {
     RecordBatch::try_new(
         schema,
         vec![
-            Arc::new(Int64Array::from(ids.clone())),
+            Arc::new(Int64Array::from(ids.to_vec())),
             Arc::new(Int32Array::from_iter_values(
-                ids.iter().map(|i| (i % 1000) as i32),
+                ids.iter().map(|i| (i % qty_modulus) as i32),
             )),
             Arc::new(Float64Array::from_iter_values(
                 ids.iter().map(|i| *i as f64 * 0.25),

@@ -190,6 +190,67 @@ pub async fn create_partition(
     partition
 }
 
+/// Adds the partitions `partition_key=value` for each of `values`, in order, and waits until
+/// each is listed and its buckets have leaders: [`create_partition`] for hundreds of
+/// partitions, which waits for the listing once instead of once per partition. Returns the
+/// infos of the partitions made (in the order of `values`) and, when the cluster refused one
+/// (e.g. more than its `max.partition.num`), that refusal: the partitions before it stay.
+pub async fn create_partitions(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    partition_key: &str,
+    values: &[String],
+) -> (Vec<PartitionInfo>, Option<String>) {
+    let mut refused = None;
+    let mut made = Vec::with_capacity(values.len());
+    for value in values {
+        let spec = PartitionSpec::new(HashMap::from([(partition_key, value.as_str())]));
+        match admin.create_partition(path, &spec, false).await {
+            Ok(()) => made.push(value.as_str()),
+            Err(e) => {
+                refused = Some(format!(
+                    "partition {partition_key}={value} (after {}): {e}",
+                    made.len()
+                ));
+                break;
+            }
+        }
+    }
+    let listed = poll_until(
+        READY_TIMEOUT,
+        READY_INTERVAL,
+        &format!("{} new partitions of {path} to be listed", made.len()),
+        || async {
+            let partitions = admin.list_partition_infos(path).await?;
+            let by_name: HashMap<String, PartitionInfo> = partitions
+                .into_iter()
+                .map(|p| (p.get_partition_name(), p))
+                .collect();
+            let missing = made.iter().filter(|v| !by_name.contains_key(**v)).count();
+            if missing == 0 {
+                Ok(by_name)
+            } else {
+                Err(fluss::error::Error::UnexpectedError {
+                    message: format!("{missing} not listed yet"),
+                    source: None,
+                })
+            }
+        },
+    )
+    .await;
+    let buckets = admin
+        .get_table_info(path)
+        .await
+        .unwrap_or_else(|e| panic!("get_table_info {path}: {e}"))
+        .get_num_buckets();
+    let mut infos = Vec::with_capacity(made.len());
+    for value in made {
+        wait_partition_ready(admin, path, value, buckets).await;
+        infos.push(listed[value].clone());
+    }
+    (infos, refused)
+}
+
 /// Drops the partition `partition_key=value`.
 pub async fn drop_partition(
     admin: &FlussAdmin,
@@ -380,48 +441,94 @@ pub async fn wait_schema_id(admin: &FlussAdmin, path: &TablePath, id: i32) {
 }
 
 /// Waits (at most `within`) until the latest KV snapshot of every bucket of the primary-key
-/// table `path` holds all of its changes: its log offset is the bucket's high watermark, so a
-/// `full` read then takes every row from the snapshots and none from the changelog. The
-/// servers take one every `kv.snapshot.interval` (1 s in the test clusters).
+/// table `path` (of each of its partitions, if it is partitioned) holds all of its changes: its
+/// log offset is the bucket's high watermark, so a `full` read then takes every row from the
+/// snapshots and none from the changelog. The servers take one every `kv.snapshot.interval`
+/// (1 s in the test clusters).
 pub async fn kv_snapshots_caught_up(admin: &FlussAdmin, path: &TablePath, within: Duration) {
     let info = admin
         .get_table_info(path)
         .await
         .unwrap_or_else(|e| panic!("get_table_info {path}: {e}"));
     let buckets: Vec<i32> = (0..info.get_num_buckets()).collect();
+    let partitions: Vec<Option<String>> = if info.is_partitioned() {
+        admin
+            .list_partition_infos(path)
+            .await
+            .unwrap_or_else(|e| panic!("list_partition_infos {path}: {e}"))
+            .iter()
+            .map(|p| Some(p.get_partition_name()))
+            .collect()
+    } else {
+        vec![None]
+    };
+    // Partitions found caught up stay so (nothing writes meanwhile): each round asks only
+    // about the rest.
+    let behind = std::cell::RefCell::new(partitions);
     poll_until(
         within,
         Duration::from_millis(500),
         "a KV snapshot of every bucket at its high watermark",
         || async {
-            let ends = admin
-                .list_offsets(path, &buckets, OffsetSpec::Latest)
-                .await
-                .map_err(|e| e.to_string())?;
-            let latest = admin
-                .get_latest_kv_snapshots(path, None)
-                .await
-                .map_err(|e| e.to_string())?;
-            let at = |bucket: i32| {
-                latest
-                    .latest_snapshots
-                    .iter()
-                    .find(|s| s.bucket_id == bucket && s.snapshot_id.is_some())
-                    .and_then(|s| s.log_offset)
-            };
-            let behind: Vec<_> = buckets
-                .iter()
-                .filter(|b| at(**b) != ends.get(b).copied())
-                .map(|b| (*b, at(*b), ends.get(b).copied()))
-                .collect();
-            if behind.is_empty() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "(bucket, snapshot offset, high watermark) behind: {behind:?}"
-                ))
+            let mut still = Vec::new();
+            let mut first: Option<String> = None;
+            let asked = behind.borrow().clone();
+            for partition in &asked {
+                let lag = bucket_snapshot_lag(admin, path, partition.as_deref(), &buckets)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if !lag.is_empty() {
+                    first.get_or_insert_with(|| {
+                        format!(
+                            "{} (bucket, snapshot offset, high watermark) behind: {lag:?}",
+                            partition.as_deref().unwrap_or("the table")
+                        )
+                    });
+                    still.push(partition.clone());
+                }
+            }
+            let left = still.len();
+            *behind.borrow_mut() = still;
+            match first {
+                None => Ok(()),
+                Some(first) => Err(format!("{left} partition(s) behind, e.g. {first}")),
             }
         },
     )
     .await
+}
+
+/// The buckets of `partition` (or of the table) whose latest KV snapshot is not at the high
+/// watermark: `(bucket, snapshot offset, high watermark)`.
+async fn bucket_snapshot_lag(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    partition: Option<&str>,
+    buckets: &[i32],
+) -> fluss::error::Result<Vec<(i32, Option<i64>, Option<i64>)>> {
+    let ends = match partition {
+        None => {
+            admin
+                .list_offsets(path, buckets, OffsetSpec::Latest)
+                .await?
+        }
+        Some(name) => {
+            admin
+                .list_partition_offsets(path, name, buckets, OffsetSpec::Latest)
+                .await?
+        }
+    };
+    let latest = admin.get_latest_kv_snapshots(path, partition).await?;
+    let at = |bucket: i32| {
+        latest
+            .latest_snapshots
+            .iter()
+            .find(|s| s.bucket_id == bucket && s.snapshot_id.is_some())
+            .and_then(|s| s.log_offset)
+    };
+    Ok(buckets
+        .iter()
+        .filter(|b| at(**b) != ends.get(b).copied())
+        .map(|b| (*b, at(*b), ends.get(b).copied()))
+        .collect())
 }

@@ -11,6 +11,7 @@
 //! - [`ConnectorsRuntime`] writes a runtime config and one file per [`SourceConnector`], runs
 //!   `iggy-connectors` with its output in a log file, and stops it gracefully or kills it, so a
 //!   test can restart it on the same state dir.
+//! - [`StateSaves`] counts the runtime's writes of each connector's state file, and their sizes.
 //! - [`Program`] runs another program of a test (a consumer example) the same way.
 //! - [`parse_messages`] decodes Iggy's binary message format as `iggy message poll
 //!   --output-file` writes it.
@@ -304,8 +305,10 @@ fn write(path: &Path, text: &str) {
 
 mod message;
 mod runtime;
+mod saves;
 mod server;
 
 pub use message::{parse_messages, HeaderValue, Message};
 pub use runtime::{ConnectorsRuntime, SourceConnector};
+pub use saves::{Saves, StateSaves};
 pub use server::{IggyServer, Topic};

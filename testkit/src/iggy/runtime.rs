@@ -196,7 +196,13 @@ impl ConnectorsRuntime {
 
     /// The `[state] path` directory.
     pub fn state_dir(&self) -> PathBuf {
-        self.dir.join("state")
+        Self::state_dir_in(&self.dir)
+    }
+
+    /// The `[state] path` directory of a runtime started in `dir`, before it starts (to watch
+    /// it with [`super::StateSaves`]).
+    pub fn state_dir_in(dir: &Path) -> PathBuf {
+        dir.join("state")
     }
 
     /// Where the runtime keeps the state of connector `key`.

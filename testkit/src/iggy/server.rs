@@ -130,6 +130,18 @@ impl IggyServer {
         })
     }
 
+    /// Messages in all topics of the stream, `None` when it does not exist (yet): one CLI call
+    /// however many topics it has.
+    pub fn stream_messages(&self, stream: &str) -> Option<u64> {
+        let out = self
+            .cli(&["stream", "get", stream])
+            .unwrap_or_else(|e| panic!("{e}"));
+        out.lines()
+            .map(|line| line.split('|').map(str::trim).collect::<Vec<_>>())
+            .find(|cells| cells.get(1) == Some(&"Stream message count"))
+            .and_then(|cells| cells.get(2)?.parse().ok())
+    }
+
     /// Every message of one partition, from offset 0, in offset order.
     pub fn partition_messages(&self, stream: &str, topic: &str, partition: u32) -> Vec<Message> {
         let mut messages: Vec<Message> = Vec::new();

@@ -6,11 +6,13 @@
 
 pub mod continuous;
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use arrow_array::RecordBatch;
 use fluss::client::{AppendWriter, FlussConnection, FlussTable, UpsertWriter, WriteResultFuture};
 use fluss::metadata::TablePath;
-use fluss::row::GenericRow;
+use fluss::row::{ColumnarRow, GenericRow};
 
 /// A flush that takes longer than this means the cluster is stuck; the
 /// writer itself retries forever (`writer_retries` = i32::MAX).
@@ -138,6 +140,74 @@ impl<'p> Acks<'p> {
         }
         self.count
     }
+}
+
+/// Appends Arrow `batches` (the table's columns, in order) to the log table `path` and
+/// flushes; returns how many rows were written. One write per batch, so this is the writer for
+/// millions of rows. A batch goes to one bucket (the next one, with the round-robin assigner of
+/// [`crate::Cluster::config`]) and, in a partitioned table, to the partition of its first row:
+/// give each partition batches of its own.
+pub async fn append_batches(
+    connection: &FlussConnection,
+    path: &TablePath,
+    batches: impl IntoIterator<Item = RecordBatch>,
+) -> usize {
+    let table = connection
+        .get_table(path)
+        .await
+        .unwrap_or_else(|e| panic!("get_table {path}: {e}"));
+    let writer = table
+        .new_append()
+        .and_then(|append| append.create_writer())
+        .unwrap_or_else(|e| panic!("append writer for {path}: {e}"));
+    let mut acks = Acks::new(path);
+    let mut rows = 0;
+    for batch in batches {
+        let n = batch.num_rows();
+        let ack = writer
+            .append_arrow_batch(batch)
+            .unwrap_or_else(|e| panic!("append batch {} to {path}: {e}", acks.count));
+        acks.push(ack).await;
+        rows += n;
+    }
+    flush(path, writer.flush()).await;
+    acks.all().await;
+    rows
+}
+
+/// Upserts every row of Arrow `batches` (the table's columns, in order) into the primary-key
+/// table `path` and flushes; returns how many rows were written. The rows are read in place
+/// (no [`GenericRow`] per row), so millions of them are written at the pace of the writer;
+/// each row goes to the partition and bucket of its own key.
+pub async fn upsert_batches(
+    connection: &FlussConnection,
+    path: &TablePath,
+    batches: impl IntoIterator<Item = RecordBatch>,
+) -> usize {
+    let table = connection
+        .get_table(path)
+        .await
+        .unwrap_or_else(|e| panic!("get_table {path}: {e}"));
+    let row_type = Arc::new(table.get_table_info().get_row_type().clone());
+    let writer = table
+        .new_upsert()
+        .and_then(|upsert| upsert.create_writer())
+        .unwrap_or_else(|e| panic!("upsert writer for {path}: {e}"));
+    let mut acks = Acks::new(path);
+    for batch in batches {
+        let rows = batch.num_rows();
+        let mut row = ColumnarRow::new(Arc::new(batch), Arc::clone(&row_type), 0, None)
+            .unwrap_or_else(|e| panic!("rows of a batch for {path}: {e}"));
+        for i in 0..rows {
+            row.set_row_id(i);
+            let ack = writer
+                .upsert(&row)
+                .unwrap_or_else(|e| panic!("upsert row {} to {path}: {e}", acks.count));
+            acks.push(ack).await;
+        }
+    }
+    flush(path, writer.flush()).await;
+    acks.all().await
 }
 
 /// One write to a primary-key table.
