@@ -22,7 +22,7 @@ pub struct BucketKey {
 
 impl BucketKey {
     /// The key of bucket `bucket` of a non-partitioned table.
-    pub fn bucket(bucket: BucketId) -> Self {
+    pub const fn bucket(bucket: BucketId) -> Self {
         Self {
             partition: None,
             bucket,

@@ -166,16 +166,9 @@ mod tests {
     use super::*;
     use crate::position::at;
 
-    const B0: BucketKey = key(0);
-    const B1: BucketKey = key(1);
-    const B2: BucketKey = key(2);
-
-    const fn key(bucket: i32) -> BucketKey {
-        BucketKey {
-            partition: None,
-            bucket,
-        }
-    }
+    const B0: BucketKey = BucketKey::bucket(0);
+    const B1: BucketKey = BucketKey::bucket(1);
+    const B2: BucketKey = BucketKey::bucket(2);
 
     fn bound(stops: &[(BucketKey, i64)]) -> Bound {
         Bound::new(Stop {

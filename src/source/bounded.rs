@@ -131,14 +131,8 @@ mod tests {
     use super::*;
     use crate::position::{at, Position};
 
-    const B0: BucketKey = BucketKey {
-        partition: None,
-        bucket: 0,
-    };
-    const B1: BucketKey = BucketKey {
-        partition: None,
-        bucket: 1,
-    };
+    const B0: BucketKey = BucketKey::bucket(0);
+    const B1: BucketKey = BucketKey::bucket(1);
 
     fn stop(offsets: &[(BucketKey, i64)]) -> Bound {
         Bound::new(Stop {

@@ -465,14 +465,8 @@ mod tests {
             .collect()
     }
 
-    const B0: BucketKey = BucketKey {
-        partition: None,
-        bucket: 0,
-    };
-    const B1: BucketKey = BucketKey {
-        partition: None,
-        bucket: 1,
-    };
+    const B0: BucketKey = BucketKey::bucket(0);
+    const B1: BucketKey = BucketKey::bucket(1);
 
     #[test]
     fn buckets_take_turns_and_keep_their_order() {
