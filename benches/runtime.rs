@@ -51,11 +51,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::runtime::{
-    ceiling, fmt_rate, measure, median, tokio_runtime, CeilingShape, Outcome, Run,
+    ceiling, fmt_rate, measure, median, plugin_config, tokio_runtime, CeilingShape, Outcome, Run,
 };
 use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
-use fluss_testkit::{tables, Cluster, ClusterOptions};
+use fluss_testkit::{Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
 /// The bare fluss-rs batch scanner over the whole log table: rows/s from its first non-empty
@@ -279,15 +279,8 @@ fn main() {
     for round in 0..repeat {
         for shape in &shapes {
             let table = if shape.pk { &pk } else { &log };
-            let mut config = json!({
-                "bootstrap_servers": cluster.bootstrap(),
-                "database": tables::TEST_DATABASE,
-                "table": table.table(),
-                // The changelog path; the `snapshot` shape sets `full`.
-                "starting_offset": "earliest",
-            });
-            let object = config.as_object_mut().expect("object");
-            object.extend(shape.plugin.as_object().expect("object").clone());
+            // The changelog path; the `snapshot` shape sets `full`.
+            let config = plugin_config(cluster, table, &shape.plugin);
             let expected = if shape.pk { pk_rows } else { rows } as u64;
             let run = Run {
                 label: format!("{}_r{round}", shape.name),

@@ -75,8 +75,8 @@ use std::time::{Duration, Instant};
 
 use common::census::{api_name, Census, RequestCensus};
 use common::runtime::{
-    ceiling, fmt_rate, measure, start_perf, stop_perf, tokio_runtime, CeilingShape, Outcome, Run,
-    STREAM,
+    ceiling, fmt_rate, measure, plugin_config, start_perf, stop_perf, tokio_runtime, CeilingShape,
+    Outcome, Run, STREAM,
 };
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::TablePath;
@@ -272,19 +272,6 @@ impl Format {
     }
 }
 
-/// The plugin's config for `table`, with `extra` keys.
-fn plugin_config(cluster: &Cluster, table: &TablePath, extra: Value) -> Value {
-    let mut config = json!({
-        "bootstrap_servers": cluster.bootstrap(),
-        "database": tables::TEST_DATABASE,
-        "table": table.table(),
-        "starting_offset": "earliest",
-    });
-    let object = config.as_object_mut().expect("object");
-    object.extend(extra.as_object().expect("object").clone());
-    config
-}
-
 /// A run of the plugin with one connector per table of `tables`, reading all of their rows
 /// (`census`: its requests counted, [`Run::census`]).
 fn plugin_run(
@@ -309,7 +296,7 @@ fn plugin_run(
         library: plugin.to_owned(),
         plugin_configs: tables
             .iter()
-            .map(|t| plugin_config(cluster, &t.path, extra.clone()))
+            .map(|t| plugin_config(cluster, &t.path, &extra))
             .collect(),
         stream_schema: match format {
             Format::Json => "json",
@@ -933,7 +920,7 @@ fn main() {
                 "log2" => (log2, json!({})),
                 other => panic!("SCALE_IDLE_SHAPES: unknown shape {other:?}"),
             };
-            let mut config = plugin_config(cluster, &table.path, extra);
+            let mut config = plugin_config(cluster, &table.path, &extra);
             config["starting_offset"] = json!("latest");
             runs.push(idle_run(
                 &base,

@@ -32,7 +32,6 @@ use arrow_schema::{DataType, Field, Schema};
 use fluss::metadata::{DataField, DataTypes, RowType};
 use fluss::record::{ChangeType, ScanRecord};
 use fluss::row::ColumnarRow;
-use iggy_connector_fluss_source::client::kv_snapshot::Opened;
 use iggy_connector_fluss_source::config::options::{
     ChangelogFormat, HeaderSet, IpcCompression, JsonOptions,
 };
@@ -45,6 +44,7 @@ use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::filter::{Filter, FilterText};
 use iggy_connector_fluss_source::position::{BucketKey, Position, Positions};
 use iggy_connector_fluss_source::schemas::Schemas;
+use iggy_connector_fluss_source::snapshot_files::Opened;
 use iggy_connector_fluss_source::snapshot_files::RowBatches;
 use iggy_connector_fluss_source::source::queue::Buckets;
 use iggy_connector_sdk::ProducedMessage;

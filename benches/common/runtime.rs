@@ -10,10 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::iggy::{
     parse_messages, ConnectorsRuntime, HeaderValue, IggyServer, Message, Saves, SourceConnector,
     StateSaves, Stop,
 };
+use fluss_testkit::{tables, Cluster};
 use serde_json::{json, Value};
 
 use super::census::{Census, RequestCensus};
@@ -26,6 +28,20 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(900);
 const SETTLED: Duration = Duration::from_secs(3);
 /// The plugin's default `max_batch_bytes`: the ceiling of Arrow IPC batches as many messages.
 pub const MAX_BATCH_BYTES: usize = 8 << 20;
+
+/// The plugin's config for `table` of the test database, read from its earliest offset (the
+/// changelog path of a primary-key table), with `extra` keys added or replacing those.
+pub fn plugin_config(cluster: &Cluster, table: &TablePath, extra: &Value) -> Value {
+    let mut config = json!({
+        "bootstrap_servers": cluster.bootstrap(),
+        "database": tables::TEST_DATABASE,
+        "table": table.table(),
+        "starting_offset": "earliest",
+    });
+    let object = config.as_object_mut().expect("object");
+    object.extend(extra.as_object().expect("object").clone());
+    config
+}
 
 /// A multi-thread Tokio runtime for a bench's own fluss-rs calls.
 pub fn tokio_runtime() -> tokio::runtime::Runtime {

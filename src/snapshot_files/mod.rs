@@ -5,12 +5,16 @@
 //! - [`rows`]: the files opened read-only, decoded into Arrow batches by schema id;
 //! - [`compacted`]: values of the common column types decoded straight into Arrow;
 //! - [`versions`]: rows of each schema version shown in the newest (the other types);
-//! - [`ahead`]: the batches of [`rows`] read on a thread of their own, a bounded number ahead.
+//! - [`ahead`]: the batches of [`rows`] read on a thread of their own, a bounded number ahead;
+//! - [`opened`]: a bucket's snapshot opened for reading, and where its changelog continues.
 
 pub mod ahead;
 pub mod compacted;
+pub mod opened;
 pub mod rows;
 pub mod versions;
+
+pub use opened::Opened;
 
 use std::sync::Arc;
 

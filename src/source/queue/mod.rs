@@ -23,7 +23,6 @@ use fluss::record::ScanRecord;
 use fluss::PartitionId;
 
 use crate::client::discovery::PartitionNames;
-use crate::client::kv_snapshot::Opened;
 use crate::encode::batch::Batch;
 use crate::encode::stamp::{BucketStamp, Stamper};
 use crate::encode::Encoder;
@@ -31,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::metrics::SnapshotPhase;
 use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
+use crate::snapshot_files::Opened;
 use snapshot_rows::{Report, Snapshot};
 
 /// One bucket: how its messages are stamped, and its records waiting to be encoded

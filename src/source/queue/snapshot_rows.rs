@@ -11,11 +11,11 @@ use fluss::record::{ChangeType, ScanRecord};
 use fluss::row::ColumnarRow;
 use fluss::SnapshotId;
 
-use crate::client::kv_snapshot::Opened;
 use crate::encode::stamp::{BucketStamp, SnapshotIndex};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::position::{BucketKey, Offset, Resume};
+use crate::snapshot_files::Opened;
 use crate::snapshot_files::RowBatches;
 
 /// Rows turned into records per encoder call: records are made from the current Arrow

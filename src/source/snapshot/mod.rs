@@ -22,13 +22,14 @@ use fluss::SnapshotId;
 
 use crate::client::discovery::PartitionNames;
 use crate::client::kv_snapshot::credentials::RemoteCredentials;
+use crate::client::kv_snapshot::latest;
 use crate::client::kv_snapshot::lease::Lease;
-use crate::client::kv_snapshot::{latest, Opened};
 use crate::client::offsets;
 use crate::client::table::Table;
 use crate::config::Config;
 use crate::error::{Error, Fault, Result};
 use crate::position::{BucketKey, Offset, Position, Positions, Resume};
+use crate::snapshot_files::Opened;
 use crate::source::queue::Buckets;
 use crate::source::recovery::RETRY_PAUSE;
 use crate::source::telemetry::Telemetry;

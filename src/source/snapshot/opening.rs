@@ -10,7 +10,7 @@ use fluss::metadata::RowType;
 use fluss::SnapshotId;
 
 use crate::client::kv_snapshot::credentials::RemoteCredentials;
-use crate::client::kv_snapshot::{files, Opened};
+use crate::client::kv_snapshot::files;
 use crate::client::schema_fetch;
 use crate::client::table::Table;
 use crate::config::options::PayloadFormat;
@@ -19,6 +19,7 @@ use crate::error::Result;
 use crate::position::BucketKey;
 use crate::snapshot_files::ahead::ReadAhead;
 use crate::snapshot_files::rows::{KvRows, Layout};
+use crate::snapshot_files::Opened;
 use crate::source::schema_changes;
 use crate::source::telemetry::Telemetry;
 
