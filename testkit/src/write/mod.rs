@@ -51,6 +51,20 @@ impl<'a> Writer<GenericRow<'a>> for AppendWriter {
     }
 }
 
+impl Writer<RecordBatch> for AppendWriter {
+    const KIND: &'static str = "append";
+    fn open(table: &FlussTable<'_>) -> fluss::error::Result<Self> {
+        <Self as Writer<GenericRow<'_>>>::open(table)
+    }
+    fn write(&self, batch: &RecordBatch) -> fluss::error::Result<WriteResultFuture> {
+        // A clone of a record batch shares its columns.
+        self.append_arrow_batch(batch.clone())
+    }
+    fn flush(&self) -> impl std::future::Future<Output = fluss::error::Result<()>> {
+        AppendWriter::flush(self)
+    }
+}
+
 impl<'a> Writer<Change<'a>> for UpsertWriter {
     const KIND: &'static str = "upsert";
     fn open(table: &FlussTable<'_>) -> fluss::error::Result<Self> {
@@ -67,6 +81,14 @@ impl<'a> Writer<Change<'a>> for UpsertWriter {
     }
 }
 
+/// The table `path`, which must exist.
+async fn open_table<'c>(connection: &'c FlussConnection, path: &TablePath) -> FlussTable<'c> {
+    connection
+        .get_table(path)
+        .await
+        .unwrap_or_else(|e| panic!("get_table {path}: {e}"))
+}
+
 /// Writes `items` in order through one new `W` on the table `path`, then flushes: every row
 /// acknowledged (see [`Acks`]). Returns how many were written.
 async fn write_all<W: Writer<T>, T>(
@@ -74,10 +96,7 @@ async fn write_all<W: Writer<T>, T>(
     path: &TablePath,
     items: impl IntoIterator<Item = T>,
 ) -> usize {
-    let table = connection
-        .get_table(path)
-        .await
-        .unwrap_or_else(|e| panic!("get_table {path}: {e}"));
+    let table = open_table(connection, path).await;
     let writer = W::open(&table).unwrap_or_else(|e| panic!("{} writer for {path}: {e}", W::KIND));
     let mut acks = Acks::new(path);
     for item in items {
@@ -152,26 +171,11 @@ pub async fn append_batches(
     path: &TablePath,
     batches: impl IntoIterator<Item = RecordBatch>,
 ) -> usize {
-    let table = connection
-        .get_table(path)
-        .await
-        .unwrap_or_else(|e| panic!("get_table {path}: {e}"));
-    let writer = table
-        .new_append()
-        .and_then(|append| append.create_writer())
-        .unwrap_or_else(|e| panic!("append writer for {path}: {e}"));
-    let mut acks = Acks::new(path);
     let mut rows = 0;
-    for batch in batches {
-        let n = batch.num_rows();
-        let ack = writer
-            .append_arrow_batch(batch)
-            .unwrap_or_else(|e| panic!("append batch {} to {path}: {e}", acks.count));
-        acks.push(ack).await;
-        rows += n;
-    }
-    flush(path, writer.flush()).await;
-    acks.all().await;
+    let counted = batches
+        .into_iter()
+        .inspect(|batch| rows += batch.num_rows());
+    write_all::<AppendWriter, _>(connection, path, counted).await;
     rows
 }
 
@@ -184,10 +188,7 @@ pub async fn upsert_batches(
     path: &TablePath,
     batches: impl IntoIterator<Item = RecordBatch>,
 ) -> usize {
-    let table = connection
-        .get_table(path)
-        .await
-        .unwrap_or_else(|e| panic!("get_table {path}: {e}"));
+    let table = open_table(connection, path).await;
     let row_type = Arc::new(table.get_table_info().get_row_type().clone());
     let writer = table
         .new_upsert()
