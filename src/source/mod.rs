@@ -3,10 +3,11 @@
 //!
 //! Each concern owns its state, in a file of its own, and is handed the other pieces it
 //! needs: [`recovery`] the scanner (or the need to rebuild it), [`upkeep`] the timers of the
-//! work between batches, [`bounded`] a bounded read's stop point and end, [`snapshot`] the
-//! snapshot phase's lease, credentials and the bucket opened ahead, [`queue`] the buckets
-//! read and their queued records, [`Progress`] the positions. [`discover`] and
-//! [`schema_changes`] act on several of them; `FlussSource` only wires them together.
+//! work between batches, [`rotation`] the liveness probe's walk over the partitions,
+//! [`bounded`] a bounded read's stop point and end, [`snapshot`] the snapshot phase's lease,
+//! credentials and the bucket opened ahead, [`queue`] the buckets read and their queued
+//! records, [`Progress`] the positions. [`discover`] and [`schema_changes`] act on several of
+//! them; `FlussSource` only wires them together.
 //!
 //! Delivery: `poll` gathers records from several client polls into one batch, stages the next
 //! offset of every bucket it consumed and puts those positions into the batch's state; the
@@ -40,6 +41,7 @@ use crate::position::{BucketKey, Offsets, Position, Positions};
 use crate::source::bounded::BoundedRead;
 use crate::source::queue::Buckets;
 use crate::source::recovery::{Scan, RETRY_PAUSE};
+use crate::source::rotation::Rotation;
 use crate::source::snapshot::Snapshots;
 use crate::source::telemetry::Telemetry;
 use crate::source::upkeep::Upkeep;
@@ -50,6 +52,7 @@ mod discover;
 mod open;
 pub mod queue;
 mod recovery;
+mod rotation;
 mod schema_changes;
 mod snapshot;
 pub mod telemetry;
@@ -67,6 +70,8 @@ pub struct FlussSource {
     telemetry: Telemetry,
     /// When the work between batches is due.
     upkeep: Upkeep,
+    /// Which buckets the next liveness probe asks about.
+    probed: Rotation,
     /// Where a bounded read (`stopping_offset`) stops, and how far it got.
     bounded: BoundedRead,
     /// The snapshot phase (`starting_offset = "full"`) between polls.
@@ -164,6 +169,7 @@ impl Source for FlussSource {
             encoder,
             telemetry,
             upkeep: Upkeep::new(Instant::now()),
+            probed: Rotation::default(),
             bounded,
             snapshots: Snapshots::new(lease),
             config,
@@ -407,6 +413,7 @@ impl FlussSource {
         if self.upkeep.liveness_due(Instant::now()) {
             self.scan
                 .probe(
+                    &mut self.probed,
                     &mut self.progress,
                     &self.table,
                     &self.config,

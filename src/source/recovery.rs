@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::error::{table_missing, Error, Fault, Result};
 use crate::position::progress::Progress;
 use crate::position::{BucketKey, Offsets, Position, Positions};
+use crate::source::rotation::Rotation;
 use crate::source::telemetry::Telemetry;
 
 /// Pause after a failed client poll before trying again.
@@ -159,7 +160,8 @@ impl Scan {
         Ok(())
     }
 
-    /// The liveness probe, while no records arrive: asks the cluster for the high watermarks.
+    /// The liveness probe, while no records arrive: asks the cluster for the high watermarks
+    /// of the buckets `rotation` picks (a partitioned table's partitions a slice at a time).
     /// A failure is a WARN (fluss-rs itself only retries silently); the first answer after
     /// one leaves the scan stale, so reading resumes even if the client's fetch state did not
     /// survive the outage.
@@ -167,16 +169,25 @@ impl Scan {
     /// A position past a high watermark means the log lost its tail (a single-replica tablet
     /// server killed before its high-watermark checkpoint): the scanner would wait silently
     /// and later skip the rows written at the reused offsets, so it is handled like any other
-    /// offset out of range, the new positions committed.
+    /// offset out of range, the new positions of the probed buckets committed.
     pub(super) async fn probe(
         &mut self,
+        rotation: &mut Rotation,
         progress: &mut Progress,
         table: &Table,
         config: &Config,
         partitions: &PartitionNames,
         telemetry: &mut Telemetry,
     ) -> Result<()> {
-        let keys: Vec<BucketKey> = progress.current().keys().copied().collect();
+        // Only buckets whose partition has a name can be asked about (the rest are skipped
+        // by the listing, so a slice of them would pass for an answer).
+        let keys = rotation.next(
+            progress
+                .current()
+                .keys()
+                .filter(|key| key.partition.is_none_or(|p| partitions.contains_key(&p)))
+                .copied(),
+        );
         if keys.is_empty() {
             return Ok(());
         }
@@ -201,7 +212,10 @@ impl Scan {
             self.go_stale();
         }
         if past_end(progress.current(), &latest) {
-            let mut positions = progress.current().clone();
+            let mut positions: Positions = keys
+                .iter()
+                .filter_map(|key| Some((*key, *progress.current().get(key)?)))
+                .collect();
             match reset_out_of_range(&mut positions, table, config, partitions, telemetry).await {
                 Ok(()) => {
                     for (key, position) in positions {
