@@ -63,6 +63,17 @@ impl Scanner {
     /// bucket the source reads).
     pub async fn build(table: &Table, positions: &Positions, readers: usize) -> Result<Self> {
         let count = readers.clamp(1, positions.len().max(1));
+        // The table goes back into the client's metadata first. When no tablet server is
+        // reachable, fluss-rs starts its metadata over from the bootstrap servers, without the
+        // table; its scanners' next partition lookup then panics on the missing table (a
+        // reader that stops, which brings the source here), and every scanner built on that
+        // metadata would panic the same way.
+        call(
+            "update_table_metadata",
+            CALL_TIMEOUT,
+            table.conn.get_metadata().update_table_metadata(&table.path),
+        )
+        .await?;
         let mut scanners = Vec::with_capacity(count);
         for _ in 0..count {
             // Every batch keeps the schema it was written with (fluss-rs aligns them all to the

@@ -3,7 +3,8 @@
 //!
 //! Each concern owns its state, in a file of its own, and is handed the other pieces it
 //! needs: [`recovery`] the scanner (or the need to rebuild it), [`upkeep`] the timers of the
-//! work between batches, [`rotation`] the liveness probe's walk over the partitions,
+//! work between batches and the high watermarks ([`watermarks`], listed in a walk over the
+//! partitions, [`rotation`]),
 //! [`bounded`] a bounded read's stop point and end, [`snapshot`] the snapshot phase's lease,
 //! credentials and the bucket opened ahead, [`queue`] the buckets read and their queued
 //! records, [`Progress`] the positions. [`discover`] and [`schema_changes`] act on several of
@@ -41,7 +42,6 @@ use crate::position::{BucketKey, Offsets, Position, Positions};
 use crate::source::bounded::BoundedRead;
 use crate::source::queue::Buckets;
 use crate::source::recovery::{Scan, RETRY_PAUSE};
-use crate::source::rotation::Rotation;
 use crate::source::snapshot::Snapshots;
 use crate::source::telemetry::Telemetry;
 use crate::source::upkeep::Upkeep;
@@ -57,6 +57,7 @@ mod schema_changes;
 mod snapshot;
 pub mod telemetry;
 mod upkeep;
+mod watermarks;
 
 /// The Fluss source connector: the wiring of the parts below, each of which owns its state.
 pub struct FlussSource {
@@ -70,8 +71,6 @@ pub struct FlussSource {
     telemetry: Telemetry,
     /// When the work between batches is due.
     upkeep: Upkeep,
-    /// Which buckets the next liveness probe asks about.
-    probed: Rotation,
     /// Where a bounded read (`stopping_offset`) stops, and how far it got.
     bounded: BoundedRead,
     /// The snapshot phase (`starting_offset = "full"`) between polls.
@@ -169,7 +168,6 @@ impl Source for FlussSource {
             encoder,
             telemetry,
             upkeep: Upkeep::new(Instant::now()),
-            probed: Rotation::default(),
             bounded,
             snapshots: Snapshots::new(lease),
             config,
@@ -413,7 +411,7 @@ impl FlussSource {
         if self.upkeep.liveness_due(Instant::now()) {
             self.scan
                 .probe(
-                    &mut self.probed,
+                    self.upkeep.watermarks(),
                     &mut self.progress,
                     &self.table,
                     &self.config,
@@ -431,20 +429,15 @@ impl FlussSource {
         self.snapshots
             .renew_lease(&self.table, &mut self.telemetry)
             .await;
-        upkeep::progress_line(
-            &self.table,
-            &self.progress,
-            self.buckets.partitions(),
-            &mut self.telemetry,
-        )
-        .await;
         self.upkeep.list_watermarks(
             Instant::now(),
-            &self.telemetry.metrics,
             &self.table,
-            &self.progress,
+            self.progress.current(),
             self.buckets.partitions(),
+            &self.telemetry.metrics,
         );
+        self.upkeep
+            .progress_line(&self.progress, &mut self.telemetry);
         Ok(())
     }
 
@@ -482,6 +475,7 @@ impl FlussSource {
         // A failure leaves the scanner to be rebuilt, which subscribes every bucket at its
         // committed position.
         self.scan.subscribe(&starts).await?;
+        self.upkeep.watermarks().retain(self.progress.current());
         self.telemetry.partitions(&added, &dropped);
         self.telemetry.metrics.partitions(self.buckets.partitions());
         self.telemetry.metrics.committed(self.progress.committed());

@@ -17,8 +17,8 @@ use crate::config::Config;
 use crate::error::{table_missing, Error, Fault, Result};
 use crate::position::progress::Progress;
 use crate::position::{BucketKey, Offsets, Position, Positions};
-use crate::source::rotation::Rotation;
 use crate::source::telemetry::Telemetry;
+use crate::source::watermarks::Watermarks;
 
 /// Pause after a failed client poll before trying again.
 pub(super) const RETRY_PAUSE: Duration = Duration::from_millis(500);
@@ -161,7 +161,8 @@ impl Scan {
     }
 
     /// The liveness probe, while no records arrive: asks the cluster for the high watermarks
-    /// of the buckets `rotation` picks (a partitioned table's partitions a slice at a time).
+    /// of the next slice of `watermarks` (a partitioned table's partitions a slice at a time),
+    /// which keeps them.
     /// A failure is a WARN (fluss-rs itself only retries silently); the first answer after
     /// one leaves the scan stale, so reading resumes even if the client's fetch state did not
     /// survive the outage.
@@ -172,22 +173,14 @@ impl Scan {
     /// offset out of range, the new positions of the probed buckets committed.
     pub(super) async fn probe(
         &mut self,
-        rotation: &mut Rotation,
+        watermarks: &mut Watermarks,
         progress: &mut Progress,
         table: &Table,
         config: &Config,
         partitions: &PartitionNames,
         telemetry: &mut Telemetry,
     ) -> Result<()> {
-        // Only buckets whose partition has a name can be asked about (the rest are skipped
-        // by the listing, so a slice of them would pass for an answer).
-        let keys = rotation.next(
-            progress
-                .current()
-                .keys()
-                .filter(|key| key.partition.is_none_or(|p| partitions.contains_key(&p)))
-                .copied(),
-        );
+        let keys = watermarks.next_slice(progress.current(), partitions);
         if keys.is_empty() {
             return Ok(());
         }
@@ -207,6 +200,7 @@ impl Scan {
                 return Ok(());
             }
         };
+        watermarks.record(&latest, &telemetry.metrics);
         if telemetry.faulted() {
             telemetry.recovered();
             self.go_stale();

@@ -1,5 +1,6 @@
-//! Which buckets the liveness probe asks about: [`Rotation`] walks a partitioned table's
-//! partitions a slice per probe, so a probe costs the same whatever the number of partitions.
+//! Which buckets a listing of offsets asks about: [`Rotation`] walks a partitioned table's
+//! partitions a slice per listing, so a listing costs the same whatever the number of
+//! partitions.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -8,32 +9,32 @@ use fluss::PartitionId;
 
 use crate::position::BucketKey;
 
-/// At most this many partitions are probed at a time. Fluss lists offsets one partition per
-/// request, and fluss-rs refreshes its whole client metadata (every partition of the table)
-/// for each such request, so probing every partition costs O(P²) and, at a thousand
-/// partitions, takes longer than the probe may. Eight requests answer well within the probe's
-/// time limit at any number of partitions; one answer is enough to notice an outage, and a
-/// lost log tail is noticed within ⌈P / 8⌉ probes.
-pub(super) const PARTITIONS_PER_PROBE: usize = 8;
+/// At most this many partitions are listed at a time (by the liveness probe, and for the high
+/// watermarks). Fluss lists offsets one partition per request, and fluss-rs refreshes its
+/// whole client metadata (every partition of the table, two metadata requests) for each such
+/// request, so listing every partition costs O(P²) CPU and 3P requests. Eight partitions answer
+/// well within the probe's time limit at any number of partitions; one answer is enough to
+/// notice an outage, and every bucket is listed once in ⌈P / 8⌉ listings.
+pub(super) const PARTITIONS_PER_LISTING: usize = 8;
 
-/// Where the liveness probe's walk over the partitions stands: the partition probed last.
-/// Partitions are taken in id order, so partitions that appear or disappear between probes
+/// Where the walk over the partitions stands: the partition listed last.
+/// Partitions are taken in id order, so partitions that appear or disappear between listings
 /// change neither the order nor the place of the others.
 #[derive(Debug, Default)]
 pub(super) struct Rotation {
-    /// `None`: nothing probed yet (the walk starts at the lowest id).
+    /// `None`: nothing listed yet (the walk starts at the lowest id).
     last: Option<PartitionId>,
 }
 
 impl Rotation {
-    /// The buckets of `keys` the next probe asks about, and the walk moved past them: every
+    /// The buckets of `keys` the next listing asks about, and the walk moved past them: every
     /// bucket of no partition (a non-partitioned table's, listed in one request), and the
-    /// buckets of the next [`PARTITIONS_PER_PROBE`] partitions after the last probed one,
+    /// buckets of the next [`PARTITIONS_PER_LISTING`] partitions after the last listed one,
     /// wrapping around to the lowest id.
     pub(super) fn next(&mut self, keys: impl IntoIterator<Item = BucketKey>) -> Vec<BucketKey> {
         let mut keys: Vec<BucketKey> = keys.into_iter().collect();
         let partitions: BTreeSet<PartitionId> = keys.iter().filter_map(|k| k.partition).collect();
-        if partitions.len() <= PARTITIONS_PER_PROBE {
+        if partitions.len() <= PARTITIONS_PER_LISTING {
             return keys;
         }
         let after = self.last.map_or(Bound::Unbounded, Bound::Excluded);
@@ -41,7 +42,7 @@ impl Rotation {
         let slice: Vec<PartitionId> = partitions
             .range((after, Bound::Unbounded))
             .chain(&partitions)
-            .take(PARTITIONS_PER_PROBE)
+            .take(PARTITIONS_PER_LISTING)
             .copied()
             .collect();
         self.last = slice.last().copied();
@@ -84,7 +85,7 @@ mod tests {
     #[test]
     fn a_few_partitions_are_probed_whole_every_time() {
         let mut rotation = Rotation::default();
-        let all = keys(0..PARTITIONS_PER_PROBE as PartitionId);
+        let all = keys(0..PARTITIONS_PER_LISTING as PartitionId);
         for _ in 0..3 {
             assert_eq!(rotation.next(all.clone()), all);
         }
@@ -99,7 +100,7 @@ mod tests {
         assert_eq!(partitions(&first), (100..108).collect::<Vec<_>>());
         assert_eq!(
             first.len(),
-            2 * PARTITIONS_PER_PROBE,
+            2 * PARTITIONS_PER_LISTING,
             "both buckets of each"
         );
         assert_eq!(
@@ -123,10 +124,10 @@ mod tests {
         let mut rotation = Rotation::default();
         let all = keys(0..count);
         let mut seen = BTreeSet::new();
-        let probes = (count as usize).div_ceil(PARTITIONS_PER_PROBE);
+        let probes = (count as usize).div_ceil(PARTITIONS_PER_LISTING);
         for _ in 0..probes {
             let probed = rotation.next(all.clone());
-            assert!(partitions(&probed).len() <= PARTITIONS_PER_PROBE);
+            assert!(partitions(&probed).len() <= PARTITIONS_PER_LISTING);
             seen.extend(probed);
         }
         assert_eq!(seen.len(), all.len(), "every bucket within ⌈P / N⌉ probes");

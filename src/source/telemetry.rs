@@ -132,25 +132,16 @@ impl Telemetry {
         self.last_progress.elapsed() >= PROGRESS_INTERVAL
     }
 
-    /// The periodic progress line: throughput and lag (high watermark − next offset) per bucket.
+    /// The periodic progress line: throughput, and lag (high watermark − next offset) in all
+    /// and per bucket (see [`lags`]).
     pub fn progress(&mut self, positions: &Positions, high_watermarks: &Offsets) {
         let elapsed = self.last_progress.elapsed().as_secs_f64().max(0.001);
         let rate = self.rows_since_progress as f64 / elapsed;
-        let lags: Vec<String> = positions
-            .iter()
-            .filter_map(|(key, position)| Some((key, position.offset()?)))
-            .map(|(key, next)| {
-                let lag = high_watermarks
-                    .get(key)
-                    .map_or("?".to_owned(), |hw| (hw - next).max(0).to_string());
-                format!("{key}: {lag}")
-            })
-            .collect();
-        tracing::info!(target: TARGET, "{}: progress acknowledged rows_total={} messages_total={} rows_per_s={rate:.0} lag=[{}]",
+        let (total, lags) = lags(positions, high_watermarks);
+        tracing::info!(target: TARGET, "{}: progress acknowledged rows_total={} messages_total={} rows_per_s={rate:.0} lag_total={total} lag=[{lags}]",
             self.prefix,
             self.rows_total,
             self.messages_total,
-            lags.join(", ")
         );
         self.rows_since_progress = 0;
         self.last_progress = Instant::now();
@@ -346,6 +337,41 @@ impl Telemetry {
     }
 }
 
+/// At most this many buckets are named in the progress line's `lag`, so that a table of
+/// thousands of buckets writes a line of the same size as a small one.
+const LAGS_NAMED: usize = 16;
+
+/// The progress line's lags of the buckets read from an offset (a bucket taking its snapshot
+/// has none): the sum of the known ones, and the list of `bucket: lag` (`?` when its high
+/// watermark is not known yet), every bucket in key order when there are at most
+/// [`LAGS_NAMED`], else the largest lags followed by how many buckets more there are.
+fn lags(positions: &Positions, high_watermarks: &Offsets) -> (i64, String) {
+    let mut lags: Vec<(BucketKey, Option<i64>)> = positions
+        .iter()
+        .filter_map(|(key, position)| Some((*key, position.offset()?)))
+        .map(|(key, next)| (key, high_watermarks.get(&key).map(|hw| (hw - next).max(0))))
+        .collect();
+    let total = lags.iter().filter_map(|(_, lag)| *lag).sum();
+    let more = lags.len().saturating_sub(LAGS_NAMED);
+    if more > 0 {
+        // Largest first, unknown last; ties in key order (the sort is stable).
+        lags.sort_by_key(|(_, lag)| std::cmp::Reverse(lag.map_or(-1, |l| l)));
+        lags.truncate(LAGS_NAMED);
+    }
+    let mut text = lags
+        .iter()
+        .map(|(key, lag)| match lag {
+            Some(lag) => format!("{key}: {lag}"),
+            None => format!("{key}: ?"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    if more > 0 {
+        text.push_str(&format!(", {more} buckets more"));
+    }
+    (total, text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,5 +384,59 @@ mod tests {
             Telemetry::new(7, "fluss.orders", false).prefix,
             "fluss[7 fluss.orders]"
         );
+    }
+
+    #[test]
+    fn a_few_buckets_are_named_in_key_order_and_their_known_lags_summed() {
+        let positions: Positions = [
+            (BucketKey::bucket(0), Position::At(10)),
+            (BucketKey::bucket(1), Position::At(5)),
+            (BucketKey::bucket(2), Position::At(7)),
+            (BucketKey::bucket(3), Position::SNAPSHOT),
+        ]
+        .into();
+        let hw: Offsets = [(BucketKey::bucket(0), 10), (BucketKey::bucket(1), 17)].into();
+        let (total, text) = lags(&positions, &hw);
+        assert_eq!(total, 12);
+        assert_eq!(text, "bucket 0: 0, bucket 1: 12, bucket 2: ?");
+    }
+
+    #[test]
+    fn many_buckets_name_the_largest_lags_and_count_the_rest() {
+        let key = |p: i64, b: i32| BucketKey {
+            partition: Some(p),
+            bucket: b,
+        };
+        let mut positions = Positions::new();
+        let mut hw = Offsets::new();
+        for p in 0..1000 {
+            for b in 0..2 {
+                positions.insert(key(p, b), Position::At(100));
+                // Partition 500 lags by 1000 and 501, bucket 1 by 5; the rest are caught up,
+                // but partition 999's high watermarks are not known yet.
+                let lag = match (p, b) {
+                    (500, _) => 1000,
+                    (501, 1) => 5,
+                    _ => 0,
+                };
+                if p != 999 {
+                    hw.insert(key(p, b), 100 + lag);
+                }
+            }
+        }
+        let (total, text) = lags(&positions, &hw);
+        assert_eq!(total, 2005);
+        let named: Vec<&str> = text.split(", ").collect();
+        assert_eq!(named.len(), LAGS_NAMED + 1, "{text}");
+        assert_eq!(
+            named[..3],
+            [
+                "partition 500 bucket 0: 1000",
+                "partition 500 bucket 1: 1000",
+                "partition 501 bucket 1: 5"
+            ]
+        );
+        assert_eq!(named[3], "partition 0 bucket 0: 0", "then in key order");
+        assert_eq!(named[LAGS_NAMED], "1984 buckets more");
     }
 }

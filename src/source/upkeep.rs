@@ -1,29 +1,24 @@
 //! Work between batches and when it is due: the liveness probe while no records arrive,
-//! partition discovery, the high watermarks for the metrics, and the progress line.
-//! [`Upkeep`] keeps the timers (each decision takes the time, so the rules are tested without
-//! waiting); the work itself is the owner's of what it touches ([`super::recovery`] probes,
-//! [`super::discover`] discovers).
+//! partition discovery, the high watermarks, and the progress line. [`Upkeep`] keeps the
+//! timers (each decision takes the time, so the rules are tested without waiting) and the
+//! known high watermarks; the work itself is the owner's of what it touches
+//! ([`super::recovery`] probes, [`super::discover`] discovers, [`Watermarks`] lists).
 
 use std::time::{Duration, Instant};
 
-use fluss::rpc::message::OffsetSpec;
-use tokio::task::JoinHandle;
-
 use crate::client::discovery::PartitionNames;
-use crate::client::offsets;
 use crate::client::table::Table;
 use crate::metrics::Metrics;
 use crate::position::progress::Progress;
-use crate::position::BucketKey;
+use crate::position::Positions;
 use crate::source::telemetry::Telemetry;
+use crate::source::watermarks::{Watermarks, LISTING_INTERVAL};
 
 /// fluss-rs' `poll` returns nothing, without an error, while the servers are down. After this
 /// long without records the source asks the cluster for its offsets, so an outage shows up as
-/// a WARN instead of a silent stall.
-const LIVENESS_INTERVAL: Duration = Duration::from_secs(5);
-/// How often the high watermarks are listed for the metrics (`metrics_address`), so a
-/// scrape every 15 s or more sees every change of lag.
-const WATERMARKS_INTERVAL: Duration = Duration::from_secs(5);
+/// a WARN instead of a silent stall. The probe's listing also keeps the high watermarks
+/// current while records do not flow, so it runs as often as their listing otherwise would.
+const LIVENESS_INTERVAL: Duration = LISTING_INTERVAL;
 
 /// Whether client polls return records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,31 +29,28 @@ enum Flow {
     IdleSince(Instant),
 }
 
-/// The last listing of the high watermarks for the metrics.
-struct Listing {
-    at: Instant,
-    task: JoinHandle<()>,
-}
-
-/// The timers of the work between batches.
+/// The timers of the work between batches, and the high watermarks it keeps.
 pub(super) struct Upkeep {
     flow: Flow,
     last_liveness: Instant,
     last_discovery: Instant,
-    /// `None`: not listed yet.
-    watermarks: Option<Listing>,
+    watermarks: Watermarks,
 }
 
 impl Upkeep {
-    /// Timers started at `now`: the first probe and discovery are an interval away, the first
-    /// listing of the high watermarks is due at once.
+    /// Timers started at `now`: the first probe and discovery are an interval away.
     pub(super) fn new(now: Instant) -> Self {
         Self {
             flow: Flow::Records,
             last_liveness: now,
             last_discovery: now,
-            watermarks: None,
+            watermarks: Watermarks::default(),
         }
+    }
+
+    /// The known high watermarks (the liveness probe lists them while idle).
+    pub(super) fn watermarks(&mut self) -> &mut Watermarks {
+        &mut self.watermarks
     }
 
     /// Polls are not idle: records arrived, or reading paused on purpose (a bounded read
@@ -99,60 +91,29 @@ impl Upkeep {
         due
     }
 
-    /// Whether the high watermarks are due to be listed at `now`: never listed yet, or
-    /// [`WATERMARKS_INTERVAL`] after the last listing once it ended (one at a time).
-    fn watermarks_due(&self, now: Instant) -> bool {
-        self.watermarks.as_ref().is_none_or(|last| {
-            now.saturating_duration_since(last.at) >= WATERMARKS_INTERVAL && last.task.is_finished()
-        })
-    }
-
-    /// With metrics on, lists the high watermarks of the buckets in `progress` when due, in
-    /// a task of its own, so the request never holds up a poll; a failure only leaves the
-    /// last values in place (the liveness probe reports outages).
+    /// While records flow, lists the next slice of high watermarks when due (see
+    /// [`Watermarks::list_when_due`]); while they do not, the liveness probe lists them.
     pub(super) fn list_watermarks(
         &mut self,
         now: Instant,
-        metrics: &Metrics,
         table: &Table,
-        progress: &Progress,
+        reading: &Positions,
         partitions: &PartitionNames,
+        metrics: &Metrics,
     ) {
-        let Some(sink) = metrics.sink() else {
-            return;
-        };
-        if !self.watermarks_due(now) {
-            return;
+        if self.flow == Flow::Records {
+            self.watermarks
+                .list_when_due(now, table, reading, partitions, metrics);
         }
-        let table = table.clone();
-        let keys: Vec<BucketKey> = progress.committed().keys().copied().collect();
-        let names = partitions.clone();
-        let task = tokio::spawn(async move {
-            if let Ok(latest) = offsets::list(&table, &keys, &names, OffsetSpec::Latest).await {
-                sink.high_watermarks(&latest);
-            }
-        });
-        self.watermarks = Some(Listing { at: now, task });
     }
-}
 
-/// The progress line, when due: the high watermarks of the committed buckets (an empty list
-/// if the listing fails) against where reading stands.
-pub(super) async fn progress_line(
-    table: &Table,
-    progress: &Progress,
-    partitions: &PartitionNames,
-    telemetry: &mut Telemetry,
-) {
-    if !telemetry.progress_due() {
-        return;
+    /// The progress line, when due: the known high watermarks of the buckets read against
+    /// where reading stands.
+    pub(super) fn progress_line(&self, progress: &Progress, telemetry: &mut Telemetry) {
+        if telemetry.progress_due() {
+            telemetry.progress(progress.current(), self.watermarks.known());
+        }
     }
-    let keys: Vec<BucketKey> = progress.committed().keys().copied().collect();
-    let latest = offsets::list(table, &keys, partitions, OffsetSpec::Latest)
-        .await
-        .unwrap_or_default();
-    telemetry.metrics.high_watermarks(&latest);
-    telemetry.progress(progress.current(), &latest);
 }
 
 #[cfg(test)]
@@ -213,27 +174,5 @@ mod tests {
         );
         assert!(upkeep.discovery_due(start + 22 * SECOND, interval));
         assert!(!upkeep.discovery_due(start + 3600 * SECOND, Duration::ZERO));
-    }
-
-    #[tokio::test]
-    async fn the_watermarks_are_listed_at_once_then_an_interval_after_a_listing_ended() {
-        let start = Instant::now();
-        let mut upkeep = Upkeep::new(start);
-        assert!(upkeep.watermarks_due(start), "never listed yet");
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let _ = rx.await;
-        });
-        upkeep.watermarks = Some(Listing { at: start, task });
-        assert!(!upkeep.watermarks_due(start + 4 * SECOND));
-        assert!(
-            !upkeep.watermarks_due(start + 9 * SECOND),
-            "the last listing still runs"
-        );
-        let _ = tx.send(());
-        if let Some(last) = upkeep.watermarks.as_mut() {
-            (&mut last.task).await.unwrap();
-        }
-        assert!(upkeep.watermarks_due(start + 5 * SECOND));
     }
 }

@@ -342,8 +342,6 @@ fn stream_survives_30_s_without_fluss() {
 /// about 8 at a time in turn): idle, every probe is answered and nothing is logged at WARN; a
 /// stopped tablet server gives a WARN, and after its restart every row arrives once.
 #[test]
-#[ignore = "after the restart fluss-rs 1.0.0 panics in its scanner's metadata refresh \
-            (cluster.rs:314, a table path by id unwrapped) and no more rows arrive"]
 fn partitioned_stream_probes_in_turn_and_survives_a_tablet_stop() {
     let started = Instant::now();
     let cluster = Cluster::start(ClusterOptions::default());
