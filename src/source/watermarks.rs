@@ -84,15 +84,21 @@ impl Watermarks {
         partitions: &PartitionNames,
         metrics: &Metrics,
     ) {
-        if !self.settle(now, metrics) {
+        if !self.settle(now) {
             return;
         }
         let keys = self.next_slice(reading, partitions);
         let table = table.clone();
         let names = partitions.clone();
+        // The metrics get the answer at once, not at the next poll, which may be far off
+        // while the runtime is busy with the batch before.
+        let sink = metrics.sink();
         let (tx, answer) = oneshot::channel();
         let task = tokio::spawn(async move {
             if let Ok(latest) = offsets::list(&table, &keys, &names, OffsetSpec::Latest).await {
+                if let Some(sink) = sink {
+                    sink.high_watermarks(&latest);
+                }
                 let _ = tx.send(latest);
             }
         });
@@ -106,7 +112,7 @@ impl Watermarks {
     /// Takes in the last listing's answer once it ended; whether the next listing is due at
     /// `now`: never listed yet, or [`LISTING_INTERVAL`] after the last one once it ended (one
     /// at a time).
-    fn settle(&mut self, now: Instant, metrics: &Metrics) -> bool {
+    fn settle(&mut self, now: Instant) -> bool {
         let Some(listing) = &mut self.listing else {
             return true;
         };
@@ -115,7 +121,7 @@ impl Watermarks {
         }
         let at = listing.at;
         if let Ok(latest) = listing.answer.try_recv() {
-            self.record(&latest, metrics);
+            self.known.extend(latest);
         }
         now.saturating_duration_since(at) >= LISTING_INTERVAL
     }
@@ -162,10 +168,9 @@ mod tests {
     #[tokio::test]
     async fn a_listing_is_due_at_once_then_an_interval_after_the_last_one_ended() {
         const SECOND: Duration = Duration::from_secs(1);
-        let metrics = Metrics::off();
         let start = Instant::now();
         let mut watermarks = Watermarks::default();
-        assert!(watermarks.settle(start, &metrics), "never listed yet");
+        assert!(watermarks.settle(start), "never listed yet");
         let (go, wait) = oneshot::channel::<()>();
         let (tx, answer) = oneshot::channel();
         let task = tokio::spawn(async move {
@@ -177,10 +182,7 @@ mod tests {
             task,
             answer,
         });
-        assert!(
-            !watermarks.settle(start + 9 * SECOND, &metrics),
-            "still running"
-        );
+        assert!(!watermarks.settle(start + 9 * SECOND), "still running");
         assert!(watermarks.known().is_empty());
         let _ = go.send(());
         while !watermarks
@@ -191,10 +193,10 @@ mod tests {
             tokio::task::yield_now().await;
         }
         assert!(
-            !watermarks.settle(start + 4 * SECOND, &metrics),
+            !watermarks.settle(start + 4 * SECOND),
             "an interval not over"
         );
         assert_eq!(watermarks.known(), &Offsets::from([(key(0, 1), 42)]));
-        assert!(watermarks.settle(start + 5 * SECOND, &metrics));
+        assert!(watermarks.settle(start + 5 * SECOND));
     }
 }
