@@ -429,13 +429,15 @@ impl FlussSource {
         self.snapshots
             .renew_lease(&self.table, &mut self.telemetry)
             .await;
-        self.upkeep.list_watermarks(
-            Instant::now(),
-            &self.table,
-            self.progress.current(),
-            self.buckets.partitions(),
-            &self.telemetry.metrics,
-        );
+        if self.upkeep.records_flow() {
+            self.upkeep.watermarks().list_when_due(
+                Instant::now(),
+                &self.table,
+                self.progress.current(),
+                self.buckets.partitions(),
+                &self.telemetry.metrics,
+            );
+        }
         self.upkeep
             .progress_line(&self.progress, &mut self.telemetry);
         Ok(())

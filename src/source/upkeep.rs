@@ -6,11 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::client::discovery::PartitionNames;
-use crate::client::table::Table;
-use crate::metrics::Metrics;
 use crate::position::progress::Progress;
-use crate::position::Positions;
 use crate::source::telemetry::Telemetry;
 use crate::source::watermarks::{Watermarks, LISTING_INTERVAL};
 
@@ -91,20 +87,10 @@ impl Upkeep {
         due
     }
 
-    /// While records flow, lists the next slice of high watermarks when due (see
+    /// Whether records flow: then the high watermarks are listed in their own walk (see
     /// [`Watermarks::list_when_due`]); while they do not, the liveness probe lists them.
-    pub(super) fn list_watermarks(
-        &mut self,
-        now: Instant,
-        table: &Table,
-        reading: &Positions,
-        partitions: &PartitionNames,
-        metrics: &Metrics,
-    ) {
-        if self.flow == Flow::Records {
-            self.watermarks
-                .list_when_due(now, table, reading, partitions, metrics);
-        }
+    pub(super) fn records_flow(&self) -> bool {
+        self.flow == Flow::Records
     }
 
     /// The progress line, when due: the known high watermarks of the buckets read against
