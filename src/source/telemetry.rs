@@ -75,17 +75,9 @@ impl Telemetry {
 
     /// The one INFO line at open.
     pub fn opened(&self, summary: &str, starts: &[(BucketKey, Position, &'static str)]) {
-        let starts: Vec<String> = starts
-            .iter()
-            .map(|(key, position, why)| format!("{key}@{position} ({why})"))
-            .collect();
         tracing::info!(target: TARGET, "{}: opened {summary}; starting at {}",
             self.prefix,
-            if starts.is_empty() {
-                "no buckets yet".to_owned()
-            } else {
-                starts.join(", ")
-            }
+            starting_at(starts)
         );
     }
 
@@ -337,7 +329,26 @@ impl Telemetry {
     }
 }
 
-/// At most this many buckets are named in the progress line's `lag`, so that a table of
+/// Where the open line says the buckets start: each as `bucket@position (why)`, the first
+/// [`LAGS_NAMED`] in key order when there are more, then how many buckets more there are.
+fn starting_at(starts: &[(BucketKey, Position, &'static str)]) -> String {
+    if starts.is_empty() {
+        return "no buckets yet".to_owned();
+    }
+    let mut text = starts
+        .iter()
+        .take(LAGS_NAMED)
+        .map(|(key, position, why)| format!("{key}@{position} ({why})"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = starts.len().saturating_sub(LAGS_NAMED);
+    if more > 0 {
+        text.push_str(&format!(", {more} buckets more"));
+    }
+    text
+}
+
+/// At most this many buckets are named in the progress line's `lag` (and in the open line), so that a table of
 /// thousands of buckets writes a line of the same size as a small one.
 const LAGS_NAMED: usize = 16;
 
@@ -438,5 +449,28 @@ mod tests {
         );
         assert_eq!(named[3], "partition 0 bucket 0: 0", "then in key order");
         assert_eq!(named[LAGS_NAMED], "1984 buckets more");
+    }
+
+    #[test]
+    fn the_open_line_names_the_first_buckets_and_counts_the_rest() {
+        assert_eq!(starting_at(&[]), "no buckets yet");
+        let few = [
+            (BucketKey::bucket(0), Position::At(0), "starting_offset"),
+            (BucketKey::bucket(1), Position::At(7), "saved state"),
+        ];
+        assert_eq!(
+            starting_at(&few),
+            "bucket 0@0 (starting_offset), bucket 1@7 (saved state)"
+        );
+        let many: Vec<_> = (0..2000)
+            .map(|b| (BucketKey::bucket(b), Position::SNAPSHOT, "starting_offset"))
+            .collect();
+        let text = starting_at(&many);
+        assert!(
+            text.starts_with("bucket 0@snapshot (starting_offset), "),
+            "{text}"
+        );
+        assert!(text.contains("bucket 15@snapshot") && !text.contains("bucket 16@"));
+        assert!(text.ends_with(", 1984 buckets more"), "{text}");
     }
 }
