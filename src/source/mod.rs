@@ -4,11 +4,10 @@
 //! Each concern owns its state, in a file of its own, and is handed the other pieces it
 //! needs: [`recovery`] the scanner (or the need to rebuild it), [`upkeep`] the timers of the
 //! work between batches and the high watermarks ([`watermarks`], listed in a walk over the
-//! partitions, [`rotation`]),
-//! [`bounded`] a bounded read's stop point and end, [`snapshot`] the snapshot phase's lease,
-//! credentials and the bucket opened ahead, [`queue`] the buckets read and their queued
-//! records, [`Progress`] the positions. [`discover`] and [`schema_changes`] act on several of
-//! them; `FlussSource` only wires them together.
+//! partitions, [`rotation`]), [`bounded`] a bounded read's stop point and end, [`snapshot`]
+//! the snapshot phase's lease, credentials and the bucket opened ahead, [`queue`] the buckets
+//! read and their queued records, [`Progress`] the positions. [`discover`] and
+//! [`schema_changes`] act on several of them; `FlussSource` only wires them together.
 //!
 //! Delivery: `poll` gathers records from several client polls into one batch, stages the next
 //! offset of every bucket it consumed and puts those positions into the batch's state; the

@@ -329,33 +329,37 @@ impl Telemetry {
     }
 }
 
-/// Where the open line says the buckets start: each as `bucket@position (why)`, the first
-/// [`LAGS_NAMED`] in key order when there are more, then how many buckets more there are.
-fn starting_at(starts: &[(BucketKey, Position, &'static str)]) -> String {
-    if starts.is_empty() {
-        return "no buckets yet".to_owned();
-    }
-    let mut text = starts
-        .iter()
-        .take(LAGS_NAMED)
-        .map(|(key, position, why)| format!("{key}@{position} ({why})"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let more = starts.len().saturating_sub(LAGS_NAMED);
+/// At most this many buckets are named in the progress line's `lag` and in the open line, so
+/// that a table of thousands of buckets writes lines of the same size as a small one.
+const BUCKETS_NAMED: usize = 16;
+
+/// `named` joined by commas, at most [`BUCKETS_NAMED`] of them, then how many of `count`
+/// buckets more there are.
+fn named_then_more(named: impl Iterator<Item = String>, count: usize) -> String {
+    let mut text = named.take(BUCKETS_NAMED).collect::<Vec<_>>().join(", ");
+    let more = count.saturating_sub(BUCKETS_NAMED);
     if more > 0 {
         text.push_str(&format!(", {more} buckets more"));
     }
     text
 }
 
-/// At most this many buckets are named in the progress line's `lag` (and in the open line), so that a table of
-/// thousands of buckets writes a line of the same size as a small one.
-const LAGS_NAMED: usize = 16;
+/// Where the open line says the buckets start: each as `bucket@position (why)`, the first
+/// [`BUCKETS_NAMED`] in key order when there are more.
+fn starting_at(starts: &[(BucketKey, Position, &'static str)]) -> String {
+    if starts.is_empty() {
+        return "no buckets yet".to_owned();
+    }
+    let named = starts
+        .iter()
+        .map(|(key, position, why)| format!("{key}@{position} ({why})"));
+    named_then_more(named, starts.len())
+}
 
 /// The progress line's lags of the buckets read from an offset (a bucket taking its snapshot
 /// has none): the sum of the known ones, and the list of `bucket: lag` (`?` when its high
 /// watermark is not known yet), every bucket in key order when there are at most
-/// [`LAGS_NAMED`], else the largest lags followed by how many buckets more there are.
+/// [`BUCKETS_NAMED`], else the largest lags followed by how many buckets more there are.
 fn lags(positions: &Positions, high_watermarks: &Offsets) -> (i64, String) {
     let mut lags: Vec<(BucketKey, Option<i64>)> = positions
         .iter()
@@ -363,24 +367,15 @@ fn lags(positions: &Positions, high_watermarks: &Offsets) -> (i64, String) {
         .map(|(key, next)| (key, high_watermarks.get(&key).map(|hw| (hw - next).max(0))))
         .collect();
     let total = lags.iter().filter_map(|(_, lag)| *lag).sum();
-    let more = lags.len().saturating_sub(LAGS_NAMED);
-    if more > 0 {
+    if lags.len() > BUCKETS_NAMED {
         // Largest first, unknown last; ties in key order (the sort is stable).
         lags.sort_by_key(|(_, lag)| std::cmp::Reverse(lag.map_or(-1, |l| l)));
-        lags.truncate(LAGS_NAMED);
     }
-    let mut text = lags
-        .iter()
-        .map(|(key, lag)| match lag {
-            Some(lag) => format!("{key}: {lag}"),
-            None => format!("{key}: ?"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    if more > 0 {
-        text.push_str(&format!(", {more} buckets more"));
-    }
-    (total, text)
+    let named = lags.iter().map(|(key, lag)| match lag {
+        Some(lag) => format!("{key}: {lag}"),
+        None => format!("{key}: ?"),
+    });
+    (total, named_then_more(named, lags.len()))
 }
 
 #[cfg(test)]
@@ -438,7 +433,7 @@ mod tests {
         let (total, text) = lags(&positions, &hw);
         assert_eq!(total, 2005);
         let named: Vec<&str> = text.split(", ").collect();
-        assert_eq!(named.len(), LAGS_NAMED + 1, "{text}");
+        assert_eq!(named.len(), BUCKETS_NAMED + 1, "{text}");
         assert_eq!(
             named[..3],
             [
@@ -448,7 +443,7 @@ mod tests {
             ]
         );
         assert_eq!(named[3], "partition 0 bucket 0: 0", "then in key order");
-        assert_eq!(named[LAGS_NAMED], "1984 buckets more");
+        assert_eq!(named[BUCKETS_NAMED], "1984 buckets more");
     }
 
     #[test]

@@ -8,8 +8,7 @@
 use std::time::{Duration, Instant};
 
 use fluss::rpc::message::OffsetSpec;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::sync::oneshot::{self, error::TryRecvError};
 
 use crate::client::discovery::PartitionNames;
 use crate::client::offsets;
@@ -26,9 +25,9 @@ pub(super) const LISTING_INTERVAL: Duration = Duration::from_secs(5);
 /// A listing, under way or done.
 struct Listing {
     at: Instant,
-    task: JoinHandle<()>,
-    /// The listed high watermarks, sent when the task ends; nothing if the listing failed
-    /// (the liveness probe reports outages, so a failure only leaves the known values).
+    /// The listed high watermarks, sent when its task ends. The channel closes without them
+    /// if the listing failed (the liveness probe reports outages, so a failure only leaves
+    /// the known values), and once they were taken in: either way the listing has ended.
     answer: oneshot::Receiver<Offsets>,
 }
 
@@ -60,8 +59,7 @@ impl Watermarks {
     /// Takes in high watermarks just listed (and reports them to the metrics).
     pub(super) fn record(&mut self, latest: &Offsets, metrics: &Metrics) {
         metrics.high_watermarks(latest);
-        self.known
-            .extend(latest.iter().map(|(key, hw)| (*key, *hw)));
+        self.known.extend(latest);
     }
 
     /// The known high watermark of every bucket listed so far.
@@ -89,12 +87,17 @@ impl Watermarks {
         }
         let keys = self.next_slice(reading, partitions);
         let table = table.clone();
-        let names = partitions.clone();
+        // The names of the slice's partitions only.
+        let names: PartitionNames = keys
+            .iter()
+            .filter_map(|key| key.partition)
+            .filter_map(|p| Some((p, partitions.get(&p)?.clone())))
+            .collect();
         // The metrics get the answer at once, not at the next poll, which may be far off
         // while the runtime is busy with the batch before.
         let sink = metrics.sink();
         let (tx, answer) = oneshot::channel();
-        let task = tokio::spawn(async move {
+        tokio::spawn(async move {
             if let Ok(latest) = offsets::list(&table, &keys, &names, OffsetSpec::Latest).await {
                 if let Some(sink) = sink {
                     sink.high_watermarks(&latest);
@@ -102,11 +105,7 @@ impl Watermarks {
                 let _ = tx.send(latest);
             }
         });
-        self.listing = Some(Listing {
-            at: now,
-            task,
-            answer,
-        });
+        self.listing = Some(Listing { at: now, answer });
     }
 
     /// Takes in the last listing's answer once it ended; whether the next listing is due at
@@ -116,12 +115,11 @@ impl Watermarks {
         let Some(listing) = &mut self.listing else {
             return true;
         };
-        if !listing.task.is_finished() {
-            return false;
-        }
         let at = listing.at;
-        if let Ok(latest) = listing.answer.try_recv() {
-            self.known.extend(latest);
+        match listing.answer.try_recv() {
+            Err(TryRecvError::Empty) => return false,
+            Ok(latest) => self.known.extend(latest),
+            Err(TryRecvError::Closed) => {}
         }
         now.saturating_duration_since(at) >= LISTING_INTERVAL
     }
@@ -165,38 +163,29 @@ mod tests {
         assert_eq!(watermarks.known(), &Offsets::from([(key(0, 0), 9)]));
     }
 
-    #[tokio::test]
-    async fn a_listing_is_due_at_once_then_an_interval_after_the_last_one_ended() {
+    #[test]
+    fn a_listing_is_due_at_once_then_an_interval_after_the_last_one_ended() {
         const SECOND: Duration = Duration::from_secs(1);
         let start = Instant::now();
         let mut watermarks = Watermarks::default();
         assert!(watermarks.settle(start), "never listed yet");
-        let (go, wait) = oneshot::channel::<()>();
         let (tx, answer) = oneshot::channel();
-        let task = tokio::spawn(async move {
-            let _ = wait.await;
-            let _ = tx.send(Offsets::from([(key(0, 1), 42)]));
-        });
-        watermarks.listing = Some(Listing {
-            at: start,
-            task,
-            answer,
-        });
+        watermarks.listing = Some(Listing { at: start, answer });
         assert!(!watermarks.settle(start + 9 * SECOND), "still running");
         assert!(watermarks.known().is_empty());
-        let _ = go.send(());
-        while !watermarks
-            .listing
-            .as_ref()
-            .is_some_and(|l| l.task.is_finished())
-        {
-            tokio::task::yield_now().await;
-        }
+        tx.send(Offsets::from([(key(0, 1), 42)])).unwrap();
         assert!(
             !watermarks.settle(start + 4 * SECOND),
             "an interval not over"
         );
         assert_eq!(watermarks.known(), &Offsets::from([(key(0, 1), 42)]));
         assert!(watermarks.settle(start + 5 * SECOND));
+
+        // A listing that failed sends nothing: it has ended all the same.
+        let (tx, answer) = oneshot::channel::<Offsets>();
+        watermarks.listing = Some(Listing { at: start, answer });
+        drop(tx);
+        assert!(watermarks.settle(start + 5 * SECOND));
+        assert_eq!(watermarks.known().len(), 1, "the known values stay");
     }
 }

@@ -37,8 +37,13 @@ async fn append(cluster: &Cluster, path: &TablePath, ids: std::ops::Range<i64>) 
     fluss_testkit::write::append_rows(&conn, path, ids.map(tables::sample_row)).await;
 }
 
-/// The log end of both buckets, once the table answers again.
-async fn latest(cluster: &Cluster, path: &TablePath) -> std::collections::HashMap<i32, i64> {
+/// The log end of both buckets (of `partition` on a partitioned table), once the table
+/// answers again.
+async fn latest(
+    cluster: &Cluster,
+    path: &TablePath,
+    partition: Option<&str>,
+) -> std::collections::HashMap<i32, i64> {
     let conn = cluster.connection().await;
     let admin = conn.get_admin().expect("admin");
     poll_until(
@@ -46,12 +51,23 @@ async fn latest(cluster: &Cluster, path: &TablePath) -> std::collections::HashMa
         Duration::from_millis(500),
         "list_offsets to answer",
         || async {
-            match tokio::time::timeout(
-                Duration::from_secs(5),
-                admin.list_offsets(path, &[0, 1], OffsetSpec::Latest),
-            )
-            .await
-            {
+            let listed = match partition {
+                Some(name) => {
+                    tokio::time::timeout(
+                        Duration::from_secs(5),
+                        admin.list_partition_offsets(path, name, &[0, 1], OffsetSpec::Latest),
+                    )
+                    .await
+                }
+                None => {
+                    tokio::time::timeout(
+                        Duration::from_secs(5),
+                        admin.list_offsets(path, &[0, 1], OffsetSpec::Latest),
+                    )
+                    .await
+                }
+            };
+            match listed {
                 Ok(Ok(offsets)) => Ok(offsets),
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(_) => Err("no answer".to_owned()),
@@ -196,7 +212,7 @@ impl Faulted {
 
     /// The log end of both buckets, once the table answers again.
     fn latest(&self) -> std::collections::HashMap<i32, i64> {
-        rt().block_on(latest(&self.cluster, &self.path))
+        rt().block_on(latest(&self.cluster, &self.path, None))
     }
 
     /// Writes 10,000 more rows and waits for them: the stream reads again by itself.
@@ -392,28 +408,7 @@ fn partitioned_stream_probes_in_turn_and_survives_a_tablet_stop() {
         warn.message
     );
     cluster.start_tablet(0);
-    rt().block_on(async {
-        let conn = cluster.connection().await;
-        let admin = conn.get_admin().expect("admin");
-        poll_until(
-            Duration::from_secs(90),
-            Duration::from_millis(500),
-            "list_partition_offsets to answer",
-            || async {
-                match tokio::time::timeout(
-                    Duration::from_secs(5),
-                    admin.list_partition_offsets(&path, &regions[0], &[0, 1], OffsetSpec::Latest),
-                )
-                .await
-                {
-                    Ok(Ok(offsets)) => Ok(offsets),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err("no answer".to_owned()),
-                }
-            },
-        )
-        .await
-    });
+    rt().block_on(latest(&cluster, &path, Some(&regions[0])));
     write(2_000..4_000);
     reader.wait_for(
         4_000,
