@@ -221,6 +221,9 @@ impl Source for FlussSource {
         // stays, so a restart goes on with the same snapshots (or it expires).
         self.buckets.clear_all();
         self.snapshots.discard_ahead().await;
+        self.snapshots
+            .give_back(&self.table, &mut self.telemetry)
+            .await;
         self.telemetry.closed();
         // Unregisters this connector's metrics (and frees the port if it was the last).
         self.telemetry.metrics = Metrics::off();
@@ -250,8 +253,7 @@ impl FlussSource {
             self.telemetry.metrics.fetched(fetched, kept);
             if self
                 .snapshots
-                .settled(&mut self.buckets, &self.table, &mut self.telemetry)
-                .await
+                .settled(&mut self.buckets, &mut self.telemetry)
             {
                 self.scan.go_stale();
             }
@@ -309,6 +311,9 @@ impl FlussSource {
                 Err(error) => self.recover(error, &mut positions).await?,
             }
         }
+        self.snapshots
+            .give_back(&self.table, &mut self.telemetry)
+            .await;
         // Buckets this poll finished leave the scanner: it stops fetching rows that would
         // only be trimmed.
         for key in self.bounded.reached(self.progress.current(), &positions) {

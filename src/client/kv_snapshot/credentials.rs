@@ -49,6 +49,10 @@ impl std::fmt::Display for Missing {
     }
 }
 
+/// [`RemoteCredentials`] shared by the tasks copying snapshots at the same time; each holds
+/// it only while it takes the current credentials.
+pub type SharedCredentials = std::sync::Arc<tokio::sync::Mutex<RemoteCredentials>>;
+
 /// The object-store credentials of one connection, renewed in the background once started.
 #[derive(Default)]
 pub struct RemoteCredentials {

@@ -12,7 +12,7 @@ use fluss::io::{FileIO, FileRead};
 use fluss::SnapshotId;
 
 use crate::client::connect::{call, CALL_TIMEOUT};
-use crate::client::kv_snapshot::credentials::{needs_credentials, RemoteCredentials};
+use crate::client::kv_snapshot::credentials::{needs_credentials, SharedCredentials};
 use crate::client::table::Table;
 use crate::error::{Error, Result};
 use crate::position::{BucketKey, Offset};
@@ -61,15 +61,18 @@ impl Drop for LocalCopy {
 }
 
 /// Copies the files of snapshot `snapshot` of bucket `key` into a fresh directory under
-/// `root`/`owner` (`owner` names the connector instance: several may share `root`).
+/// `root`/`owner` (`owner` names the connector instance: several may share `root`). With
+/// `most`, a snapshot whose files take more bytes is not copied (`None`): no file of it is
+/// written beyond the first that would pass the bound, and none is kept.
 pub async fn copy(
     table: &Table,
     key: BucketKey,
     snapshot: SnapshotId,
     root: &Path,
     owner: &str,
-    credentials: &mut RemoteCredentials,
-) -> Result<LocalCopy> {
+    credentials: &SharedCredentials,
+    most: Option<u64>,
+) -> Result<Option<LocalCopy>> {
     let metadata = call(
         "get_kv_snapshot_metadata",
         CALL_TIMEOUT,
@@ -97,6 +100,8 @@ pub async fn copy(
         let target = local.dir.join(&file.local_file_name);
         let props = if needs_credentials(&file.remote_path) {
             credentials
+                .lock()
+                .await
                 .props(&table.conn, &file.remote_path)
                 .await
                 .map_err(|missing| Error::SnapshotCredentials {
@@ -107,19 +112,24 @@ pub async fn copy(
         } else {
             Default::default()
         };
-        local.bytes += fetch(key, &file.remote_path, &props, &target).await?;
+        let room = most.map_or(u64::MAX, |most| most.saturating_sub(local.bytes));
+        match fetch(key, &file.remote_path, &props, &target, room).await? {
+            Some(size) => local.bytes += size,
+            None => return Ok(None),
+        }
     }
-    Ok(local)
+    Ok(Some(local))
 }
 
 /// Copies one remote file to `target` (`props`: the object store's credentials and
-/// settings); returns its size.
+/// settings); returns its size, `None` without writing it when it is larger than `room`.
 async fn fetch(
     key: BucketKey,
     remote: &str,
     props: &HashMap<String, String>,
     target: &Path,
-) -> Result<u64> {
+    room: u64,
+) -> Result<Option<u64>> {
     let remote_error = |cause| Error::SnapshotRemote {
         key,
         path: remote.to_owned(),
@@ -140,6 +150,9 @@ async fn fetch(
         .map_err(remote_error)?;
     let input = io.new_input(&url).map_err(remote_error)?;
     let size = remote_call(key, remote, input.metadata()).await?.size;
+    if size > room {
+        return Ok(None);
+    }
     let reader = remote_call(key, remote, input.reader()).await?;
     let disk = |cause| disk_error(key, target, cause);
     let mut out = std::fs::File::create(target).map_err(disk)?;
@@ -153,7 +166,7 @@ async fn fetch(
     // Not synced to disk: the copy is a cache for this process, which RocksDB reads through
     // the page cache; after a crash it is removed and copied again, and a full disk fails
     // the writes above.
-    Ok(size)
+    Ok(Some(size))
 }
 
 /// A local file or directory of bucket `key`'s snapshot could not be written.

@@ -1,6 +1,9 @@
-//! A bucket's latest KV snapshot, as the coordinator lists them.
+//! The buckets' latest KV snapshots, as the coordinator lists them: every bucket of one
+//! partition (or of an unpartitioned table) in one request.
 
-use fluss::SnapshotId;
+use std::collections::BTreeMap;
+
+use fluss::{BucketId, SnapshotId};
 
 use crate::client::connect::{call, CALL_TIMEOUT};
 use crate::client::discovery::PartitionNames;
@@ -17,13 +20,14 @@ pub struct Latest {
     pub log_offset: Offset,
 }
 
-/// The latest KV snapshot of bucket `key`, `None` while it has none (no rows were written
-/// yet, or the first snapshot is not taken yet).
-pub async fn latest(
+/// The latest KV snapshot of every bucket of `key`'s partition (of the table when it is not
+/// partitioned) that has one: a bucket has none while no rows were written to it or its
+/// first snapshot is not taken yet.
+pub async fn in_partition_of(
     table: &Table,
     key: BucketKey,
     names: &PartitionNames,
-) -> Result<Option<Latest>> {
+) -> Result<BTreeMap<BucketId, Latest>> {
     let partition = match key.partition {
         Some(partition) => Some(
             names
@@ -42,11 +46,12 @@ pub async fn latest(
     Ok(listed
         .latest_snapshots
         .iter()
-        .find(|snapshot| snapshot.bucket_id == key.bucket)
-        .and_then(|snapshot| {
-            Some(Latest {
+        .filter_map(|snapshot| {
+            let latest = Latest {
                 id: snapshot.snapshot_id?,
                 log_offset: snapshot.log_offset?,
-            })
-        }))
+            };
+            Some((snapshot.bucket_id, latest))
+        })
+        .collect())
 }

@@ -1,67 +1,122 @@
-//! The next bucket's KV snapshot, opened while the bucket before it is handed over. Without
-//! it, every switch from one bucket's snapshot to the next stalls the batches while the next
-//! one's files are copied and opened (a tenth of a second for 7 MB on a quiet machine, more
-//! with a remote object store). Listing and leasing it are calls of a few milliseconds and
-//! run at once; copying and opening run on a task of their own, whose first batches are then
-//! read on their own thread ([`crate::snapshot_files::ahead::ReadAhead`]). At most one
-//! bucket is opened ahead, so `snapshot_dir` holds at most two buckets' files.
+//! The next buckets' KV snapshots, opened while the bucket before them is handed over.
+//! Without it, every switch from one bucket's snapshot to the next stalls the batches while
+//! the next one's files are copied and opened (a tenth of a second for 7 MB on a quiet
+//! machine, more with a remote object store). They are listed and leased with their group
+//! ([`super::listed`]); copying and opening run on tasks of their own, whose first batches are
+//! then read on their own thread ([`crate::snapshot_files::ahead::ReadAhead`]).
+//!
+//! The next bucket is opened ahead whatever its size; up to [`MOST`] in all while each of the
+//! further ones takes at most [`SMALL`] bytes (one larger is left to its turn), so
+//! `snapshot_dir` holds at most two buckets' files beyond `(MOST - 1) × SMALL` bytes, and a
+//! table of many small buckets does not wait for each bucket's requests and copy in turn.
 //!
 //! Only a bucket that has handed nothing over yet is opened ahead: one resuming an earlier
 //! attempt goes on with that attempt's snapshot, opened when its turn comes. Whatever goes
 //! wrong ahead is reported when the bucket's turn comes, as if it happened then.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
-use fluss::SnapshotId;
 use tokio::task::JoinHandle;
 
-use super::opening::{Copied, Opening};
-use crate::client::kv_snapshot::credentials::RemoteCredentials;
+use super::listed::Leased;
+use super::opening::Copied;
+use crate::client::kv_snapshot::credentials::SharedCredentials;
 use crate::error::Result;
 use crate::position::{BucketKey, Position, Positions};
 
-/// What the opening task hands back: the object-store credentials it borrowed, and the
-/// snapshot.
-type Outcome = (RemoteCredentials, Result<Copied>);
+/// The most buckets opened ahead at a time.
+pub(super) const MOST: usize = 4;
+/// The most bytes of local disk a bucket opened ahead after the next one may take.
+pub(super) const SMALL: u64 = 8 << 20;
 
 /// A bucket's snapshot being opened (or opened) ahead of its turn.
-pub(super) struct OpenAhead {
+struct OpenAhead {
     key: BucketKey,
-    task: JoinHandle<Outcome>,
+    /// Its leased snapshot, opened at its turn if it was too large to open ahead.
+    leased: Leased,
+    task: JoinHandle<Result<Option<Copied>>>,
+}
+
+/// What became of a bucket opened ahead, at its turn.
+pub(super) enum Turn {
+    /// Copied and opened (or why not).
+    Opened(Result<Copied>),
+    /// Larger than [`SMALL`]: its leased snapshot is opened now.
+    TooLarge(Leased),
+}
+
+/// The buckets opened ahead, in the order they were started.
+#[derive(Default)]
+pub(super) struct Ahead {
+    opening: VecDeque<OpenAhead>,
+}
+
+impl Ahead {
+    /// Whether another bucket may be opened ahead, and with which bound on its size.
+    pub(super) fn room(&self) -> Option<Option<u64>> {
+        match self.opening.len() {
+            0 => Some(None),
+            n if n < MOST => Some(Some(SMALL)),
+            _ => None,
+        }
+    }
+
+    /// Whether `key` is being opened ahead.
+    pub(super) fn has(&self, key: BucketKey) -> bool {
+        self.opening.iter().any(|ahead| ahead.key == key)
+    }
+
+    /// Starts copying and opening `leased`, the snapshot of `key`, on a task of its own (at
+    /// most `most` bytes of it); its time counts from `started`.
+    pub(super) fn start(
+        &mut self,
+        key: BucketKey,
+        leased: Leased,
+        started: Instant,
+        credentials: SharedCredentials,
+        most: Option<u64>,
+    ) {
+        let (snapshot, opening) = (leased.0, leased.1.clone());
+        let task = tokio::spawn(async move {
+            opening
+                .open(key, snapshot, 0, started, &credentials, most)
+                .await
+        });
+        self.opening.push_back(OpenAhead { key, leased, task });
+    }
+
+    /// What became of `key` opened ahead (waiting for its opening to finish); `None` if it
+    /// was not opened ahead, or its task ended without an answer. Buckets started before it
+    /// were skipped: they are discarded.
+    pub(super) async fn take(&mut self, key: BucketKey) -> Option<Turn> {
+        let at = self.opening.iter().position(|ahead| ahead.key == key)?;
+        for skipped in self.opening.drain(..at).collect::<Vec<_>>() {
+            skipped.discard().await;
+        }
+        let ahead = self.opening.pop_front()?;
+        match ahead.task.await.ok()? {
+            Ok(Some(copied)) => Some(Turn::Opened(Ok(copied))),
+            Ok(None) => Some(Turn::TooLarge(ahead.leased)),
+            Err(error) => Some(Turn::Opened(Err(error))),
+        }
+    }
+
+    /// Stops opening the buckets `keep` does not keep, and waits until their local copies
+    /// are removed.
+    pub(super) async fn discard_unless(&mut self, keep: impl Fn(BucketKey) -> bool) {
+        let (kept, gone): (VecDeque<_>, VecDeque<_>) =
+            self.opening.drain(..).partition(|ahead| keep(ahead.key));
+        self.opening = kept;
+        for ahead in gone {
+            ahead.discard().await;
+        }
+    }
 }
 
 impl OpenAhead {
-    /// Starts copying and opening KV snapshot `snapshot` of `key` (leased) on a task of its
-    /// own, with `credentials` lent to it; its time counts from `started`.
-    pub(super) fn start(
-        key: BucketKey,
-        snapshot: SnapshotId,
-        started: Instant,
-        opening: Opening,
-        mut credentials: RemoteCredentials,
-    ) -> Self {
-        let task = tokio::spawn(async move {
-            let copied = opening
-                .open(key, snapshot, 0, started, &mut credentials)
-                .await;
-            (credentials, copied)
-        });
-        Self { key, task }
-    }
-
-    /// The bucket it opens.
-    pub(super) fn key(&self) -> BucketKey {
-        self.key
-    }
-
-    /// Waits until it is opened: the credentials lent and the snapshot; `None` if its task
-    /// ended without an answer.
-    pub(super) async fn finish(self) -> Option<Outcome> {
-        self.task.await.ok()
-    }
-
     /// Stops opening it and waits until its local copy is removed.
-    pub(super) async fn discard(self) {
+    async fn discard(self) {
         self.task.abort();
         // A finished task's snapshot is dropped here; an aborted one's with its future.
         let _ = self.task.await;
@@ -69,7 +124,8 @@ impl OpenAhead {
 }
 
 /// The bucket whose snapshot is opened ahead after `current`'s: the first of `positions`
-/// whose snapshot has handed nothing over yet and that `reads` says is read.
+/// whose snapshot has handed nothing over yet and that `reads` says is read (and is not
+/// opened ahead yet).
 pub(super) fn next(
     current: BucketKey,
     positions: &Positions,

@@ -13,15 +13,18 @@
 //! [`Buckets`]; the changelog each snapshot leaves off at is subscribed by the caller.
 
 mod ahead;
+mod listed;
 mod opening;
 
+use std::collections::btree_map::{BTreeMap, Entry};
+use std::sync::Arc;
 use std::time::Instant;
 
 use fluss::rpc::message::OffsetSpec;
 use fluss::SnapshotId;
 
 use crate::client::discovery::PartitionNames;
-use crate::client::kv_snapshot::credentials::RemoteCredentials;
+use crate::client::kv_snapshot::credentials::SharedCredentials;
 use crate::client::kv_snapshot::latest;
 use crate::client::kv_snapshot::lease::Lease;
 use crate::client::offsets;
@@ -33,16 +36,19 @@ use crate::snapshot_files::Opened;
 use crate::source::queue::Buckets;
 use crate::source::recovery::RETRY_PAUSE;
 use crate::source::telemetry::Telemetry;
-use ahead::OpenAhead;
-use opening::{Copied, Opening};
+use ahead::{Ahead, Turn};
+use listed::{Leased, Listed};
+use opening::Opening;
 
-/// The snapshot phase's state: the lease of the buckets taking their snapshot, credentials
-/// for KV snapshot files on an object store (fetched on first need), and the next bucket's
-/// snapshot, opened while the one before it is handed over.
+/// The snapshot phase's state: the lease of the buckets taking their snapshot, the snapshots
+/// leased ahead of their turn, credentials for KV snapshot files on an object store (fetched
+/// on first need), and the next bucket's snapshot, opened while the one before it is handed
+/// over.
 pub(super) struct Snapshots {
     lease: Lease,
-    credentials: RemoteCredentials,
-    ahead: Option<OpenAhead>,
+    listed: Listed,
+    credentials: SharedCredentials,
+    ahead: Ahead,
 }
 
 /// The next bucket whose snapshot is due: none while one is being handed over.
@@ -61,8 +67,9 @@ impl Snapshots {
     pub(super) fn new(lease: Lease) -> Self {
         Self {
             lease,
-            credentials: RemoteCredentials::default(),
-            ahead: None,
+            listed: Listed::default(),
+            credentials: SharedCredentials::default(),
+            ahead: Ahead::default(),
         }
     }
 
@@ -125,9 +132,8 @@ impl Snapshots {
             }
             _ => None,
         };
-        let partitions = buckets.partitions();
         let continue_at = match self
-            .open_snapshot(key, resume, table, config, partitions, telemetry)
+            .open_snapshot(key, resume, positions, table, config, buckets, telemetry)
             .await?
         {
             Some(mut opened) => {
@@ -156,7 +162,7 @@ impl Snapshots {
                 continue_at
             }
             None => {
-                let earliest = earliest(table, key, partitions).await?;
+                let earliest = earliest(table, key, buckets.partitions()).await?;
                 telemetry.snapshot_absent(key, earliest);
                 // After an attempt that handed rows over, from where its changelog continued.
                 let at = match positions.get(&key) {
@@ -174,13 +180,15 @@ impl Snapshots {
 
     /// The KV snapshot of `key` to read, leased, copied and opened, past the rows `resume`
     /// says were handed over; `None` if the bucket has none.
+    #[allow(clippy::too_many_arguments)]
     async fn open_snapshot(
         &mut self,
         key: BucketKey,
         resume: Option<Resume>,
+        positions: &Positions,
         table: &Table,
         config: &Config,
-        partitions: &PartitionNames,
+        buckets: &Buckets,
         telemetry: &Telemetry,
     ) -> Result<Option<Opened>> {
         let started = Instant::now();
@@ -190,7 +198,7 @@ impl Snapshots {
                 let opening = Opening::prepare(table, config, self.lease.id(), telemetry).await?;
                 match self
                     .open(
-                        opening,
+                        &opening,
                         key,
                         resume.snapshot,
                         resume.rows,
@@ -217,45 +225,95 @@ impl Snapshots {
                     resume.snapshot, resume.rows
                 ));
             }
-        } else if let Some(copied) = self.take_ahead(key).await {
-            // Opened while the bucket before it was handed over; its time counts from its turn.
-            return unanswered_if_gone(key, copied).map(|copied| {
-                let mut opened = copied.logged(telemetry);
-                opened.started = started;
-                Some(opened)
-            });
+        } else if let Some(turn) = self.ahead.take(key).await {
+            match turn {
+                // Opened while the buckets before it were handed over; its time counts from
+                // its turn.
+                Turn::Opened(copied) => {
+                    return unanswered_if_gone(key, copied).map(|copied| {
+                        let mut opened = copied.logged(telemetry);
+                        opened.started = started;
+                        Some(opened)
+                    })
+                }
+                // Too large to open ahead: opened now, below.
+                Turn::TooLarge(leased) => self.listed.keep(key, leased),
+            }
         }
-        let Some(snapshot) = self.leased_latest(key, table, partitions).await? else {
+        let leased = self
+            .leased_latest(key, positions, table, config, buckets, telemetry)
+            .await?;
+        let Some((snapshot, opening)) = leased else {
             return Ok(None);
         };
-        let opening = Opening::prepare(table, config, self.lease.id(), telemetry).await?;
         let opened = self
-            .open(opening, key, snapshot, 0, started, telemetry)
+            .open(&opening, key, snapshot, 0, started, telemetry)
             .await;
         unanswered_if_gone(key, opened).map(Some)
     }
 
-    /// The latest KV snapshot of `key`, leased; `None` while the bucket has none.
+    /// The latest KV snapshot of `key`, leased, with what opening it takes; `None` while the
+    /// bucket has none. Unless it was leased ahead, it is listed and leased with the next
+    /// buckets due after it ([`listed`]), which keep theirs until their turn.
     async fn leased_latest(
         &mut self,
         key: BucketKey,
+        positions: &Positions,
         table: &Table,
-        partitions: &PartitionNames,
-    ) -> Result<Option<SnapshotId>> {
-        let Some(latest) = latest::latest(table, key, partitions).await? else {
-            return Ok(None);
-        };
-        if !self.lease.acquire(table, key, latest.id).await? {
-            // Replaced by a newer snapshot between the listing and the lease.
-            return Err(Error::SnapshotUnanswered { key });
+        config: &Config,
+        buckets: &Buckets,
+        telemetry: &Telemetry,
+    ) -> Result<Option<Leased>> {
+        if let Some(leased) = self.listed.take(key) {
+            return Ok(Some(leased));
         }
-        Ok(Some(latest.id))
+        let group = self
+            .listed
+            .group(key, positions, |other| buckets.contains(other));
+        // Each partition listed once, when its first bucket in the group comes.
+        let mut listings = BTreeMap::new();
+        let mut latest = Vec::with_capacity(group.len());
+        for member in group {
+            let listing = match listings.entry(member.partition) {
+                Entry::Occupied(listing) => listing.into_mut(),
+                Entry::Vacant(entry) => entry
+                    .insert(latest::in_partition_of(table, member, buckets.partitions()).await?),
+            };
+            if let Some(found) = listing.get(&member.bucket) {
+                latest.push((member, found.id));
+            }
+        }
+        if latest.is_empty() {
+            return Ok(None);
+        }
+        // Fetched after the listings: it knows every schema version their snapshots hold.
+        let opening = Arc::new(Opening::prepare(table, config, self.lease.id(), telemetry).await?);
+        let has_one = latest.iter().any(|(other, _)| *other == key);
+        let leased = self.lease.acquire_all(table, &latest).await?;
+        let mut own = None;
+        for (other, snapshot) in latest {
+            if !leased.contains(&other) {
+                continue;
+            }
+            if other == key {
+                own = Some((snapshot, Arc::clone(&opening)));
+            } else {
+                self.listed.keep(other, (snapshot, Arc::clone(&opening)));
+            }
+        }
+        match own {
+            Some(own) => Ok(Some(own)),
+            // Listed without a snapshot: read from its changelog.
+            None if !has_one => Ok(None),
+            // Replaced by a newer snapshot between the listing and the lease.
+            None => Err(Error::SnapshotUnanswered { key }),
+        }
     }
 
     /// Copies KV snapshot `snapshot` of `key` (leased) and opens it past its first `skip` rows.
     async fn open(
         &mut self,
-        opening: Opening,
+        opening: &Opening,
         key: BucketKey,
         snapshot: SnapshotId,
         skip: u64,
@@ -263,13 +321,16 @@ impl Snapshots {
         telemetry: &Telemetry,
     ) -> Result<Opened> {
         let copied = opening
-            .open(key, snapshot, skip, started, &mut self.credentials)
-            .await?;
+            .open(key, snapshot, skip, started, &self.credentials, None)
+            .await?
+            // Without a bound on its size it is always copied.
+            .ok_or(Error::SnapshotUnanswered { key })?;
         Ok(copied.logged(telemetry))
     }
 
-    /// Opens the snapshot of the bucket due after `current` (whose snapshot was just queued),
-    /// if there is one that has handed nothing over yet. Failures are left to its turn.
+    /// Opens the snapshots of the buckets due after `current` (whose snapshot was just
+    /// queued) that have handed nothing over yet, as many as [`Ahead::room`] allows.
+    /// Failures are left to their turn.
     async fn open_ahead(
         &mut self,
         current: BucketKey,
@@ -279,86 +340,63 @@ impl Snapshots {
         buckets: &Buckets,
         telemetry: &Telemetry,
     ) {
-        if self.ahead.is_some() {
-            return;
+        while let Some(most) = self.ahead.room() {
+            let Some(next) = ahead::next(current, positions, |key| {
+                buckets.contains(key) && !self.ahead.has(key)
+            }) else {
+                return;
+            };
+            let started = Instant::now();
+            let leased = self
+                .leased_latest(next, positions, table, config, buckets, telemetry)
+                .await;
+            let Ok(Some(leased)) = leased else {
+                return;
+            };
+            self.ahead
+                .start(next, leased, started, Arc::clone(&self.credentials), most);
         }
-        let Some(next) = ahead::next(current, positions, |key| buckets.contains(key)) else {
-            return;
-        };
-        let started = Instant::now();
-        let Ok(Some(snapshot)) = self.leased_latest(next, table, buckets.partitions()).await else {
-            return;
-        };
-        let Ok(opening) = Opening::prepare(table, config, self.lease.id(), telemetry).await else {
-            return;
-        };
-        let credentials = std::mem::take(&mut self.credentials);
-        self.ahead = Some(OpenAhead::start(
-            next,
-            snapshot,
-            started,
-            opening,
-            credentials,
-        ));
     }
 
-    /// The snapshot of `key`, if it was opened ahead (waiting for its opening to finish);
-    /// `None` if it was not, or its task ended without an answer.
-    async fn take_ahead(&mut self, key: BucketKey) -> Option<Result<Copied>> {
-        let ahead = self.ahead.take()?;
-        if ahead.key() != key {
-            ahead.discard().await;
-            return None;
-        }
-        let (credentials, copied) = ahead.finish().await?;
-        self.credentials = credentials;
-        Some(copied)
-    }
-
-    /// Drops the snapshot opened ahead, if any (a Nack, the close).
+    /// Drops the snapshots opened ahead (a Nack, the close).
     pub(super) async fn discard_ahead(&mut self) {
-        if let Some(ahead) = self.ahead.take() {
-            ahead.discard().await;
-        }
+        self.ahead.discard_unless(|_| false).await;
     }
 
-    /// Drops the snapshot opened ahead if `buckets` does not read its bucket (its partition
-    /// was dropped), so its files do not wait for the next snapshot or the close.
+    /// Drops the snapshots opened or leased ahead whose bucket `buckets` does not read (its
+    /// partition was dropped), so their files do not wait for the next snapshot or the close.
     pub(super) async fn discard_ahead_if_gone(&mut self, buckets: &Buckets) {
-        if let Some(ahead) = &self.ahead {
-            if !buckets.contains(ahead.key()) {
-                self.discard_ahead().await;
-            }
-        }
+        self.listed.retain(|key| buckets.contains(key));
+        self.ahead.discard_unless(|key| buckets.contains(key)).await;
     }
 
-    /// After a drain: gives back the leases of the snapshots handed over, and sends the
-    /// buckets whose snapshot failed back to take it again. Returns whether some failed: the
-    /// scanner, which reads their changelog, must then be rebuilt without them.
-    pub(super) async fn settled(
-        &mut self,
-        buckets: &mut Buckets,
-        table: &Table,
-        telemetry: &mut Telemetry,
-    ) -> bool {
+    /// After a drain: notes the snapshots handed over (given back by [`Snapshots::give_back`]),
+    /// and sends the buckets whose snapshot failed back to take it again. Returns whether some
+    /// failed: the scanner, which reads their changelog, must then be rebuilt without them.
+    pub(super) fn settled(&mut self, buckets: &mut Buckets, telemetry: &mut Telemetry) -> bool {
         for report in buckets.take_finished() {
             telemetry.snapshot_finished(&report);
-            if let Err(error) = self.lease.release(table, report.key).await {
-                telemetry.retrying(
-                    &format!(
-                        "giving back the KV snapshot lease {} of {} failed (it expires by itself)",
-                        self.lease.id(),
-                        report.key
-                    ),
-                    &error,
-                );
-            }
+            self.lease.handed_over(report.key);
         }
         let failed_now = buckets.take_failed();
         for (key, error) in &failed_now {
             failed(telemetry, *key, error);
         }
         !failed_now.is_empty()
+    }
+
+    /// Gives back the leases of the snapshots handed over since the last call, in one request
+    /// (once per poll); a failure is logged (the lease expires by itself).
+    pub(super) async fn give_back(&mut self, table: &Table, telemetry: &mut Telemetry) {
+        if let Err(error) = self.lease.give_back(table).await {
+            telemetry.retrying(
+                &format!(
+                    "giving back snapshots of the KV snapshot lease {} failed (it expires by itself)",
+                    self.lease.id()
+                ),
+                &error,
+            );
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! What opening a bucket's KV snapshot takes, owned, so it can run on a task of its own
-//! ([`super::ahead`]): copying the snapshot's files into `snapshot_dir` and opening them past
+//! What opening a bucket's KV snapshot takes, owned and shared by the buckets listed together
+//! ([`super::listed`]), so it can run on a task of its own ([`super::ahead`]): copying the snapshot's files into `snapshot_dir` and opening them past
 //! the rows an earlier attempt handed over, their first batches read on a thread of their own.
 
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use fluss::metadata::RowType;
 use fluss::SnapshotId;
 
-use crate::client::kv_snapshot::credentials::RemoteCredentials;
+use crate::client::kv_snapshot::credentials::SharedCredentials;
 use crate::client::kv_snapshot::files;
 use crate::client::schema_fetch;
 use crate::client::table::Table;
@@ -87,15 +87,17 @@ impl Opening {
     }
 
     /// Copies KV snapshot `snapshot` of `key` (leased) and opens it past its first `skip`
-    /// rows, its first batches read on a thread of their own.
+    /// rows, its first batches read on a thread of their own; `None` if its files take more
+    /// than `most` bytes (nothing of it is kept then).
     pub(super) async fn open(
-        self,
+        &self,
         key: BucketKey,
         snapshot: SnapshotId,
         skip: u64,
         started: Instant,
-        credentials: &mut RemoteCredentials,
-    ) -> Result<Copied> {
+        credentials: &SharedCredentials,
+        most: Option<u64>,
+    ) -> Result<Option<Copied>> {
         let copy = files::copy(
             &self.table,
             key,
@@ -103,8 +105,12 @@ impl Opening {
             &self.root,
             &self.owner,
             credentials,
+            most,
         )
         .await?;
+        let Some(copy) = copy else {
+            return Ok(None);
+        };
         let took = started.elapsed();
         let (disk_bytes, taken_at) = (copy.bytes, copy.log_offset);
         let mut rows = KvRows::open(&self.layout, key, copy, self.batch_rows)?;
@@ -115,7 +121,7 @@ impl Opening {
             key,
             snapshot_id: Some(snapshot),
             rows: Box::new(rows),
-            row_type: self.row_type,
+            row_type: Arc::clone(&self.row_type),
             started,
             taken_at,
             continue_at: taken_at,
@@ -123,6 +129,6 @@ impl Opening {
             skipped,
             first_index: skipped,
         };
-        Ok(Copied { opened, dir, took })
+        Ok(Some(Copied { opened, dir, took }))
     }
 }
