@@ -59,7 +59,8 @@
 //! (default 10), `SCALE_IDLE_SECS` (default 300), `SCALE_IDLE_BASELINE_SECS` (default 60),
 //! `SCALE_IDLE_WARMUP_SECS` (after the plugin opened, before the window; default 15),
 //! `SCALE_IDLE_CENSUS_SECS` (default 30; 0: no strace), `SCALE_CENSUS=1` (the requests of every
-//! throughput run).
+//! throughput run), `SCALE_REPEAT` (rounds of each throughput run of `log` and `pk`, the shapes
+//! in turn, default 1: the round with the median rate is shown).
 //! `SCALE_PHASES` and `SCALE_IDLE_SHAPES` (`part,part_metrics,log2`) select; `FLUSS_BOOTSTRAP`
 //! names a running cluster instead of a fresh one (the Fluss CPU figures then need its pids and
 //! are left out); `FLUSS_TABLET_HEAP` (default here 2g: thousands of buckets),
@@ -108,6 +109,9 @@ struct Settings {
     census_runs: bool,
     phases: Vec<String>,
     idle_shapes: Vec<String>,
+    /// Rounds of each throughput run of the `log` and `pk` phases (`SCALE_REPEAT`), in turn;
+    /// each run's round with the median rate is shown.
+    repeat: usize,
 }
 
 fn list(name: &str, default: &str) -> Vec<String> {
@@ -137,6 +141,7 @@ impl Settings {
             census_runs: std::env::var("SCALE_CENSUS").is_ok_and(|v| v == "1"),
             phases: list("SCALE_PHASES", "log,idle,multi,pk"),
             idle_shapes: list("SCALE_IDLE_SHAPES", "part,part_metrics,log2"),
+            repeat: common::env_usize("SCALE_REPEAT", 1).max(1),
         }
     }
 
@@ -344,6 +349,44 @@ fn measured(base_dir: &Path, run: &Run, rows: usize, base: Option<&str>) -> Meas
         outcome,
         base: base.map(str::to_owned),
     }
+}
+
+/// `shapes` in turn, `repeat` times: the rounds of one shape alternate with the other's, so
+/// a slow moment of the machine does not fall on one shape's rounds only.
+fn rounds<T: Copy>(shapes: &[(String, T)], repeat: usize) -> Vec<(String, T)> {
+    (0..repeat).flat_map(|_| shapes.iter().cloned()).collect()
+}
+
+/// Of the rounds of each run in `all` (in their first round's order), the one with the
+/// median rate; with more than one round, every round's rate is printed first.
+fn medians(all: Vec<Measured>) -> Vec<Measured> {
+    let mut names: Vec<String> = Vec::new();
+    for m in &all {
+        if !names.contains(&m.name) {
+            names.push(m.name.clone());
+        }
+    }
+    let mut all: Vec<Option<Measured>> = all.into_iter().map(Some).collect();
+    names
+        .iter()
+        .map(|name| {
+            let mut rounds: Vec<Measured> = all
+                .iter_mut()
+                .filter(|m| m.as_ref().is_some_and(|m| &m.name == name))
+                .filter_map(Option::take)
+                .collect();
+            rounds.sort_by(|a, b| a.outcome.rate().total_cmp(&b.outcome.rate()));
+            if rounds.len() > 1 {
+                let rates: Vec<String> =
+                    rounds.iter().map(|m| fmt_rate(m.outcome.rate())).collect();
+                eprintln!(
+                    "scale: {name:<14} rounds (rows/s, sorted): {}",
+                    rates.join(", ")
+                );
+            }
+            rounds.swap_remove(rounds.len() / 2)
+        })
+        .collect()
 }
 
 /// The throughput table of `runs`: each against its base run; the requests of runs counted
@@ -874,10 +917,11 @@ fn main() {
         let mut runs = Vec::new();
         for format in [Format::Json, Format::Ipc] {
             let base_name = format!("log2_{}", format.name());
-            for (name, table) in [
+            let shapes = [
                 (base_name.clone(), log2),
                 (format!("part_{}", format.name()), part),
-            ] {
+            ];
+            for (name, table) in rounds(&shapes, settings.repeat) {
                 let run = plugin_run(
                     cluster,
                     &name,
@@ -891,6 +935,7 @@ fn main() {
                 runs.push(measured(&base, &run, table.rows, base_of));
             }
         }
+        let runs = medians(runs);
         print_runs(
             &format!(
                 "log tables: {} rows in 2 buckets (log2) and in {} partitions x 2 buckets (part)",
@@ -1047,10 +1092,11 @@ fn main() {
         let mut runs = Vec::new();
         for format in [Format::Json, Format::Ipc] {
             let base_name = format!("pk2_{}", format.name());
-            for (name, table) in [
+            let shapes = [
                 (base_name.clone(), &pk2),
                 (format!("pkpart_{}", format.name()), &pkpart),
-            ] {
+            ];
+            for (name, table) in rounds(&shapes, settings.repeat) {
                 let run = plugin_run(
                     cluster,
                     &name,
@@ -1064,6 +1110,7 @@ fn main() {
                 runs.push(measured(&base, &run, table.rows, base_of));
             }
         }
+        let runs = medians(runs);
         print_runs(
             &format!(
                 "primary-key tables, `starting_offset = \"full\"`: {} rows in 2 buckets (pk2) and \

@@ -44,7 +44,7 @@ pub fn client_config(config: &Config) -> fluss::config::Config {
         // fluss-rs defaults to 1 MiB per bucket per fetch round; with one reader a round trip
         // per MiB leaves the encoder waiting (see `fetch_bytes_per_bucket`).
         scanner_log_fetch_max_bytes_for_bucket: fetch_bytes_per_bucket(config),
-        scanner_log_fetch_max_bytes: fetch_bytes_per_bucket(config).saturating_mul(4),
+        scanner_log_fetch_max_bytes: fetch_bytes_per_round(config),
         ..fluss::config::Config::default()
     };
     // Never let a TCP connect outlive the open deadline.
@@ -72,6 +72,21 @@ fn fetch_bytes_per_bucket(config: &Config) -> i32 {
     let share = if readers(config) > 1 { 8 } else { 4 };
     let bytes = (config.max_batch_bytes / share).clamp(1 << 20, 16 << 20);
     i32::try_from(bytes).unwrap_or(16 << 20)
+}
+
+/// Bytes fetched per round from all of a reader's buckets: four buckets' worth, and for Arrow
+/// IPC at least fluss-rs's default of 16 MiB. A round asks the tablet server for every bucket
+/// of the reader, and its pass over them costs per bucket: a reader of hundreds of buckets
+/// (a table of many partitions) needs rounds that carry many buckets' rows, or the passes,
+/// not the rows, set its pace (BENCHMARKS.md, "At scale"). A reader of a few buckets fetches
+/// no more than before: each bucket is still bound by [`fetch_bytes_per_bucket`]. JSON is
+/// limited by building its messages, so a larger round would only hold more memory.
+fn fetch_bytes_per_round(config: &Config) -> i32 {
+    let four = fetch_bytes_per_bucket(config).saturating_mul(4);
+    match config.payload_format {
+        PayloadFormat::ArrowIpc => four.max(16 << 20),
+        PayloadFormat::Json => four,
+    }
 }
 
 /// How many client scanners share the buckets (see [`crate::client::scanner`]; never more than there
@@ -170,6 +185,12 @@ mod tests {
         assert!(readers(&ipc) >= 2, "Arrow IPC reads with several scanners");
         assert_eq!(fetch_bytes_per_bucket(&ipc), 2 << 20);
         assert_eq!(readers(&config("json", 8 << 20)), 1);
+        // A round: four buckets' worth; Arrow IPC at least 16 MiB (readers of many buckets).
+        assert_eq!(fetch_bytes_per_round(&config("json", 8 << 20)), 8 << 20);
+        assert_eq!(fetch_bytes_per_round(&ipc), 16 << 20);
+        let large = config("arrow_ipc", 1 << 40);
+        assert_eq!(fetch_bytes_per_round(&large), 64 << 20);
+        assert_eq!(client_config(&large).scanner_log_fetch_max_bytes, 64 << 20);
     }
 
     #[test]
