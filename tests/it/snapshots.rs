@@ -1010,3 +1010,128 @@ fn an_unwritable_snapshot_dir_is_one_error_line_and_nothing_is_skipped() {
         "nothing is skipped: the bucket waits for its snapshot instead of reading on"
     );
 }
+
+/// The bytes of every file under `dir` (0 while it does not exist).
+fn disk_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => disk_bytes(&entry.path()),
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+#[test]
+fn snapshots_too_large_to_open_ahead_are_copied_at_their_turn_and_deliver_every_row() {
+    // Three buckets of about 10 MiB of snapshot files each: past the next bucket, the
+    // buckets opened ahead take at most 8 MiB each, so these are copied at their turn.
+    const KEYS: i64 = 30_000;
+    const BUCKETS: i32 = 3;
+    const SMALL: u64 = 8 << 20;
+    let path = unique_table("snap_large");
+    let conn = rt().block_on(cluster().connection());
+    // Names of 1,000 characters drawn at random from 64: RocksDB's compression keeps them
+    // about as large.
+    let alphabet: Vec<char> = ('a'..='z')
+        .chain('A'..='Z')
+        .chain('0'..='9')
+        .chain(['-', '_'])
+        .collect();
+    let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut name = || -> String {
+        (0..1000)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                alphabet[(rng % 64) as usize]
+            })
+            .collect()
+    };
+    // The table as written (read back with a lookup per key would take a minute).
+    let expected: TableState = (0..KEYS)
+        .map(|id| ((id, String::new()), (name(), id as f64)))
+        .collect();
+    rt().block_on(async {
+        let admin = conn.get_admin().unwrap();
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), BUCKETS).await;
+        let ops: Vec<Op> = expected
+            .iter()
+            .map(|((id, _), (name, amount))| Op::Upsert(*id, name.clone(), *amount))
+            .collect();
+        for chunk in ops.chunks(2_000) {
+            apply_script(&conn, &path, chunk, None).await;
+        }
+    });
+    kv_snapshots_caught_up(&conn, &path);
+    let dir = std::env::temp_dir().join(format!("snap-large-{}", path.table()));
+    let since = logs().len();
+    // The local copies' bytes, sampled while the snapshots are read.
+    let watching = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let watcher = {
+        let (root, watching) = (dir.clone(), watching.clone());
+        std::thread::spawn(move || {
+            let mut most = 0;
+            while watching.load(std::sync::atomic::Ordering::SeqCst) {
+                most = most.max(disk_bytes(&root));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            most
+        })
+    };
+    let mut s = Stream::open(
+        &full(
+            cluster().bootstrap(),
+            path.table(),
+            json!({"batch_size": 500, "snapshot_dir": dir}),
+        ),
+        None,
+    )
+    .expect("open");
+    s.read(usize::MAX, IDLE, Answer::AckAll);
+    watching.store(false, std::sync::atomic::Ordering::SeqCst);
+    let most = watcher.join().expect("watcher");
+    let copied: Vec<u64> = lines_with(since, Level::Info, &[path.table(), "copied to"])
+        .iter()
+        .map(|line| {
+            let (_, after) = line.split_once(" (").expect("bytes");
+            after
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .expect("a byte count")
+        })
+        .collect();
+    assert_eq!(
+        copied.len(),
+        BUCKETS as usize,
+        "one copy per bucket: {copied:?}"
+    );
+    assert!(
+        copied.iter().all(|bytes| *bytes > SMALL),
+        "every bucket's snapshot is larger than a bucket opened ahead may be: {copied:?}"
+    );
+    let mut largest = copied.clone();
+    largest.sort_unstable();
+    let two_largest: u64 = largest.iter().rev().take(2).sum();
+    // The bucket read, the next one, and what the third copied before it passed the bound.
+    assert!(
+        most <= two_largest + SMALL,
+        "snapshot_dir held {most} bytes at once, more than the two largest buckets' files ({two_largest}) and {SMALL} bytes of a third"
+    );
+    eprintln!("snapshot_dir held at most {most} bytes; buckets {copied:?}");
+    let reads = s.acked.iter().filter(|m| op(m) == "r").count();
+    assert_eq!(reads, KEYS as usize, "every row once, from the snapshots");
+    assert!(
+        replay_json(&s.acked) == expected,
+        "the snapshots give the table as written"
+    );
+    assert_eq!(disk_bytes(&dir), 0, "no copy is left behind");
+    let _ = std::fs::remove_dir_all(&dir);
+}
