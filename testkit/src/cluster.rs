@@ -227,7 +227,15 @@ impl Cluster {
                     local: None,
                 }
             }
-            _ => Cluster::start(ClusterOptions::default()),
+            _ => {
+                let cluster = Cluster::start(ClusterOptions::default());
+                // Every test shares it: a coordinator that stops electing leaders is restarted
+                // (see `tables::on_leaderless`) rather than failing the tests after it.
+                crate::tables::on_leaderless(&cluster.bootstrap, || {
+                    Cluster::shared().restart_coordinator()
+                });
+                cluster
+            }
         })
     }
 

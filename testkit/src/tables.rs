@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fluss::client::FlussAdmin;
@@ -12,6 +13,7 @@ use fluss::metadata::{
 };
 use fluss::row::GenericRow;
 use fluss::rpc::message::OffsetSpec;
+use fluss::ServerType;
 
 use crate::{poll_for, poll_until};
 
@@ -31,6 +33,49 @@ const RECREATE_AFTER: Duration = Duration::from_secs(40);
 const READY_INTERVAL: Duration = Duration::from_millis(200);
 
 static TABLE_SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// A repair for a cluster whose coordinator gives new tables no leaders, by the port of its
+/// coordinator's listener.
+type Repair = Box<dyn Fn() + Send + Sync>;
+static REPAIRS: Mutex<Vec<(u32, Repair)>> = Mutex::new(Vec::new());
+
+/// Registers `repair` for the cluster whose coordinator listens on `coordinator` (`host:port`):
+/// [`create_table`] runs it when a new table of that cluster still has no leaders after
+/// [`RECREATE_AFTER`], before it creates the table again. Fluss 0.9.1's coordinator has
+/// stopped electing leaders for good after an `IllegalStateException` ("The NotifyLeaderAndIsr
+/// batch request ... is not empty while creating a new one") while it served other requests;
+/// restarting it (its state is in ZooKeeper) brings the elections back.
+pub fn on_leaderless(coordinator: &str, repair: impl Fn() + Send + Sync + 'static) {
+    let Some(port) = coordinator
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+    else {
+        return;
+    };
+    REPAIRS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .push((port, Box::new(repair)));
+}
+
+/// Runs the repair registered for the cluster `admin` talks to, if there is one.
+async fn repair_leaderless(admin: &FlussAdmin) {
+    let Ok(nodes) = admin.get_server_nodes().await else {
+        return;
+    };
+    let ports: Vec<u32> = nodes
+        .iter()
+        .filter(|node| matches!(node.server_type(), ServerType::CoordinatorServer))
+        .map(|node| node.port())
+        .collect();
+    let repairs = REPAIRS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((port, repair)) = repairs.iter().find(|(port, _)| ports.contains(port)) {
+        eprintln!("fluss-testkit: restarting the coordinator on port {port}: it gives new tables no leaders");
+        repair();
+    }
+}
 
 /// A table path in [`TEST_DATABASE`] no other test (in this or an earlier
 /// run against the same cluster) uses: `{prefix}_{pid}_{millis}_{n}`.
@@ -95,6 +140,7 @@ pub async fn create_table(
             Err(timed_out) if waited >= READY_TIMEOUT => panic!("{timed_out}"),
             Err(timed_out) => {
                 eprintln!("fluss-testkit: {timed_out}; dropping the table and creating it again");
+                repair_leaderless(admin).await;
                 admin
                     .drop_table(path, true)
                     .await
