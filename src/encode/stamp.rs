@@ -41,7 +41,7 @@
 //! sit next to it.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use fluss::record::ChangeType;
 use fluss::{BucketId, PartitionId, TableId};
@@ -108,7 +108,8 @@ fn bucket_bits(table: TableId, partition: Option<PartitionId>, bucket: BucketId)
 
 type HeaderMap = BTreeMap<HeaderKey, HeaderValue>;
 
-/// The keys of the headers whose values change per message.
+/// The keys of the headers whose values change per message, and what a bucket's templates
+/// add to its common headers (shared by every bucket).
 #[derive(Debug)]
 struct StampKeys {
     offset: HeaderKey,
@@ -117,6 +118,9 @@ struct StampKeys {
     /// `None` unless `fluss_schema_id` is selected: the other headers are placeholders in
     /// every template, this one is skipped per message when not wanted.
     schema_id: Option<HeaderKey>,
+    selected: HeaderSet,
+    change_type: HeaderKey,
+    change_types: [HeaderValue; 5],
 }
 
 /// What every message of a source shares: the table id, the selected headers and the values
@@ -129,8 +133,6 @@ pub struct Stamper {
     table: (HeaderKey, HeaderValue),
     bucket_key: HeaderKey,
     partition_key: HeaderKey,
-    change_type_key: HeaderKey,
-    change_types: [HeaderValue; 5],
     /// `fluss_primary_key` and its value, for a primary-key table.
     primary_key: Option<(HeaderKey, HeaderValue)>,
 }
@@ -152,9 +154,6 @@ fn text(header: Header, value: &str) -> Result<HeaderValue> {
         cause,
     })
 }
-
-/// Index of the row template without a change type, after the five change types.
-const NO_CHANGE: usize = 5;
 
 fn change_index(change: ChangeType) -> usize {
     match change {
@@ -190,12 +189,13 @@ impl Stamper {
                 } else {
                     None
                 },
+                selected,
+                change_type: key(Header::ChangeType)?,
+                change_types,
             }),
             table: (key(Header::Table)?, text(Header::Table, qualified_table)?),
             bucket_key: key(Header::Bucket)?,
             partition_key: key(Header::Partition)?,
-            change_type_key: key(Header::ChangeType)?,
-            change_types,
             primary_key: None,
         })
     }
@@ -211,7 +211,10 @@ impl Stamper {
 
     /// The stamp of one bucket, built once per bucket: a complete header map per message
     /// kind whose offset, timestamp (and row count) are placeholders. Cloning a map and
-    /// setting those is cheaper than inserting every header into a new map per message.
+    /// setting those is cheaper than inserting every header into a new map per message. The
+    /// headers every message of the bucket has are built here, each kind's map on its first
+    /// message: a table of thousands of buckets, most of them idle and each with one or two
+    /// kinds of messages, holds only the maps it uses.
     pub fn bucket(&self, key: BucketKey, partition_name: Option<&str>) -> Result<BucketStamp> {
         let selected = self.selected;
         let mut common = HeaderMap::new();
@@ -245,39 +248,15 @@ impl Stamper {
                 text(Header::Partition, partition)?,
             );
         }
-        let with = |header: Header, key: &HeaderKey, value: &HeaderValue| {
-            let mut map = common.clone();
-            if selected.contains(header) {
-                map.insert(key.clone(), value.clone());
-            }
-            map
-        };
-        let change = |i: usize| {
-            with(
-                Header::ChangeType,
-                &self.change_type_key,
-                &self.change_types[i],
-            )
-        };
         Ok(BucketStamp {
             table_id: self.table_id,
             snapshot: None,
             key,
             partition_name: partition_name.map(str::to_owned),
             keys: self.keys.clone(),
-            rows: [
-                change(0),
-                change(1),
-                change(2),
-                change(3),
-                change(4),
-                common.clone(),
-            ],
-            ipc: with(
-                Header::RowCount,
-                &self.keys.row_count,
-                &HeaderValue::from_i64(0),
-            ),
+            common,
+            changes: Default::default(),
+            ipc: OnceLock::new(),
         })
     }
 }
@@ -293,9 +272,12 @@ pub struct BucketStamp {
     key: BucketKey,
     partition_name: Option<String>,
     keys: Arc<StampKeys>,
-    /// Per change type (see `change_index`), then one without a change type (`NO_CHANGE`).
-    rows: [HeaderMap; NO_CHANGE + 1],
-    ipc: HeaderMap,
+    /// The headers of a row without a change type; the others are built from it.
+    common: HeaderMap,
+    /// A row's headers per change type (see `change_index`), built on first use.
+    changes: [OnceLock<HeaderMap>; 5],
+    /// An Arrow IPC message's headers, built on first use.
+    ipc: OnceLock<HeaderMap>,
 }
 
 impl BucketStamp {
@@ -341,7 +323,19 @@ impl BucketStamp {
         schema_id: i32,
         payload: Vec<u8>,
     ) -> ProducedMessage {
-        let template = &self.rows[change.map_or(NO_CHANGE, change_index)];
+        let template = match change {
+            None => &self.common,
+            Some(change) => {
+                let i = change_index(change);
+                self.changes[i].get_or_init(|| {
+                    self.with(
+                        Header::ChangeType,
+                        &self.keys.change_type,
+                        &self.keys.change_types[i],
+                    )
+                })
+            }
+        };
         let headers = self.stamped(
             template,
             Stamped {
@@ -364,8 +358,15 @@ impl BucketStamp {
         schema_id: i32,
         payload: Vec<u8>,
     ) -> ProducedMessage {
+        let template = self.ipc.get_or_init(|| {
+            self.with(
+                Header::RowCount,
+                &self.keys.row_count,
+                &HeaderValue::from_i64(0),
+            )
+        });
         let headers = self.stamped(
-            &self.ipc,
+            template,
             Stamped {
                 offset: self.offset_of(first_offset),
                 timestamp,
@@ -374,6 +375,15 @@ impl BucketStamp {
             },
         );
         self.message(first_offset, headers, payload)
+    }
+
+    /// The common headers and `header` (`key` = `value`) if it is selected.
+    fn with(&self, header: Header, key: &HeaderKey, value: &HeaderValue) -> HeaderMap {
+        let mut map = self.common.clone();
+        if self.keys.selected.contains(header) {
+            map.insert(key.clone(), value.clone());
+        }
+        map
     }
 
     fn message(
@@ -618,6 +628,31 @@ mod tests {
         assert_eq!(header(&m, Header::RowCount).unwrap().as_i64().unwrap(), 300);
         assert!(header(&m, Header::ChangeType).is_none());
         assert!(header(&m, Header::Partition).is_none());
+    }
+
+    #[test]
+    fn a_bucket_holds_only_the_header_maps_of_the_messages_it_made() {
+        let bucket = stamp(HeaderSet::ALL, Some("p"));
+        let built = |b: &BucketStamp| {
+            let changes = b.changes.iter().filter(|c| c.get().is_some()).count();
+            (changes, b.ipc.get().is_some())
+        };
+        assert_eq!(
+            built(&bucket),
+            (0, false),
+            "an idle bucket holds its common headers only"
+        );
+        let first = bucket.row(5, 6, Some(ChangeType::Insert), 1, Vec::new());
+        let again = bucket.row(7, 8, Some(ChangeType::Insert), 1, Vec::new());
+        bucket.row(9, 9, None, 1, Vec::new());
+        assert_eq!(built(&bucket), (1, false));
+        assert_eq!(
+            header(&first, Header::ChangeType),
+            header(&again, Header::ChangeType)
+        );
+        assert_eq!(header(&again, Header::Offset).unwrap().as_i64().unwrap(), 7);
+        bucket.ipc(10, 5, 300, 1, Vec::new());
+        assert_eq!(built(&bucket), (1, true));
     }
 
     #[test]
