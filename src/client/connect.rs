@@ -78,8 +78,9 @@ fn fetch_bytes_per_bucket(config: &Config) -> i32 {
 /// IPC at least fluss-rs's default of 16 MiB. A round asks the tablet server for every bucket
 /// of the reader, and its pass over them costs per bucket: a reader of hundreds of buckets
 /// (a table of many partitions) needs rounds that carry many buckets' rows, or the passes,
-/// not the rows, set its pace (BENCHMARKS.md, "At scale"). A reader of a few buckets fetches
-/// no more than before: each bucket is still bound by [`fetch_bytes_per_bucket`]. JSON is
+/// not the rows, set its pace (BENCHMARKS.md, "At scale"). A reader of at most four buckets
+/// fetches no more than four buckets' worth: each bucket is bound by
+/// [`fetch_bytes_per_bucket`]. JSON is
 /// limited by building its messages, so a larger round would only hold more memory.
 fn fetch_bytes_per_round(config: &Config) -> i32 {
     let four = fetch_bytes_per_bucket(config).saturating_mul(4);
