@@ -128,7 +128,6 @@ struct StampKeys {
 #[derive(Debug)]
 pub struct Stamper {
     table_id: TableId,
-    selected: HeaderSet,
     keys: Arc<StampKeys>,
     table: (HeaderKey, HeaderValue),
     bucket_key: HeaderKey,
@@ -179,7 +178,6 @@ impl Stamper {
         ];
         Ok(Self {
             table_id,
-            selected,
             keys: Arc::new(StampKeys {
                 offset: key(Header::Offset)?,
                 timestamp: key(Header::Timestamp)?,
@@ -216,7 +214,7 @@ impl Stamper {
     /// message: a table of thousands of buckets, most of them idle and each with one or two
     /// kinds of messages, holds only the maps it uses.
     pub fn bucket(&self, key: BucketKey, partition_name: Option<&str>) -> Result<BucketStamp> {
-        let selected = self.selected;
+        let selected = self.keys.selected;
         let mut common = HeaderMap::new();
         let mut put = |header: Header, k: &HeaderKey, v: HeaderValue| {
             if selected.contains(header) {

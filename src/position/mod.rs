@@ -86,6 +86,18 @@ impl Position {
         resume: None,
     };
 
+    /// A bucket resuming snapshot 1 after 10 of its rows, its changelog continuing at 4
+    /// (tests of what treats such a bucket apart from one that handed nothing over).
+    #[cfg(test)]
+    pub(crate) const RESUMED: Self = Self::Snapshot {
+        floor: Some(4),
+        resume: Some(Resume {
+            snapshot: 1,
+            rows: 10,
+            kept: None,
+        }),
+    };
+
     /// The next offset of its log, `None` in the snapshot phase.
     pub fn offset(self) -> Option<Offset> {
         match self {

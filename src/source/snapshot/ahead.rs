@@ -142,19 +142,11 @@ pub(super) fn next(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::position::Resume;
 
     #[test]
     fn the_next_bucket_opened_ahead_has_handed_nothing_over_and_is_read() {
         let b = BucketKey::bucket;
-        let resumed = Position::Snapshot {
-            floor: Some(4),
-            resume: Some(Resume {
-                snapshot: 1,
-                rows: 10,
-                kept: None,
-            }),
-        };
+        let resumed = Position::RESUMED;
         let positions = Positions::from([
             (b(0), Position::SNAPSHOT),
             (b(1), Position::At(3)),

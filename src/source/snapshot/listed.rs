@@ -79,7 +79,6 @@ impl<V> Listed<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::position::Resume;
 
     #[test]
     fn a_group_starts_at_its_bucket_and_takes_the_next_untouched_buckets_read() {
@@ -87,14 +86,7 @@ mod tests {
             partition: Some(partition),
             bucket,
         };
-        let resumed = Position::Snapshot {
-            floor: Some(4),
-            resume: Some(Resume {
-                snapshot: 1,
-                rows: 10,
-                kept: None,
-            }),
-        };
+        let resumed = Position::RESUMED;
         let mut positions: Positions = (0..20)
             .flat_map(|p| [(b(p, 0), Position::SNAPSHOT), (b(p, 1), Position::SNAPSHOT)])
             .collect();
