@@ -9,12 +9,16 @@
 //! was taken at. Only buckets that have handed nothing over yet are leased ahead (one resuming
 //! an earlier attempt goes on with that attempt's snapshot).
 
-use std::collections::BTreeMap;
+use std::collections::btree_map::{BTreeMap, Entry};
 use std::sync::Arc;
 
 use fluss::SnapshotId;
 
 use super::opening::Opening;
+use crate::client::discovery::PartitionNames;
+use crate::client::kv_snapshot::latest::in_partition_of;
+use crate::client::table::Table;
+use crate::error::Result;
 use crate::position::{BucketKey, Position, Positions};
 
 /// The most buckets listed and leased together.
@@ -74,6 +78,27 @@ impl<V> Listed<V> {
             .map(|(other, _)| *other);
         std::iter::once(key).chain(after).take(GROUP).collect()
     }
+}
+
+/// The latest KV snapshot of each bucket of `group` that has one, each partition listed once
+/// (when its first bucket in the group comes).
+pub(super) async fn latest(
+    group: &[BucketKey],
+    table: &Table,
+    names: &PartitionNames,
+) -> Result<Vec<(BucketKey, SnapshotId)>> {
+    let mut listings = BTreeMap::new();
+    let mut latest = Vec::with_capacity(group.len());
+    for member in group {
+        let listing = match listings.entry(member.partition) {
+            Entry::Occupied(listing) => listing.into_mut(),
+            Entry::Vacant(entry) => entry.insert(in_partition_of(table, *member, names).await?),
+        };
+        if let Some(found) = listing.get(&member.bucket) {
+            latest.push((*member, found.id));
+        }
+    }
+    Ok(latest)
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@ mod ahead;
 mod listed;
 mod opening;
 
-use std::collections::btree_map::{BTreeMap, Entry};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -25,7 +24,6 @@ use fluss::SnapshotId;
 
 use crate::client::discovery::PartitionNames;
 use crate::client::kv_snapshot::credentials::SharedCredentials;
-use crate::client::kv_snapshot::latest;
 use crate::client::kv_snapshot::lease::Lease;
 use crate::client::offsets;
 use crate::client::table::Table;
@@ -270,19 +268,7 @@ impl Snapshots {
         let group = self
             .listed
             .group(key, positions, |other| buckets.contains(other));
-        // Each partition listed once, when its first bucket in the group comes.
-        let mut listings = BTreeMap::new();
-        let mut latest = Vec::with_capacity(group.len());
-        for member in group {
-            let listing = match listings.entry(member.partition) {
-                Entry::Occupied(listing) => listing.into_mut(),
-                Entry::Vacant(entry) => entry
-                    .insert(latest::in_partition_of(table, member, buckets.partitions()).await?),
-            };
-            if let Some(found) = listing.get(&member.bucket) {
-                latest.push((member, found.id));
-            }
-        }
+        let latest = listed::latest(&group, table, buckets.partitions()).await?;
         if latest.is_empty() {
             return Ok(None);
         }
