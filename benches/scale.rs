@@ -60,13 +60,16 @@
 //! `SCALE_IDLE_WARMUP_SECS` (after the plugin opened, before the window; default 15),
 //! `SCALE_IDLE_CENSUS_SECS` (default 30; 0: no strace), `SCALE_CENSUS=1` (the requests of every
 //! throughput run), `SCALE_REPEAT` (rounds of each throughput run of `log` and `pk`, the shapes
-//! in turn, default 1: the round with the median rate is shown).
-//! `SCALE_PHASES` and `SCALE_IDLE_SHAPES` (`part,part_metrics,log2`) select; `FLUSS_BOOTSTRAP`
+//! in turn, default 1: the round with the median rate is shown, with the median peak RSS).
+//! `SCALE_PHASES`, `SCALE_FORMATS` (`json,ipc`: the formats of `log` and `pk`) and
+//! `SCALE_IDLE_SHAPES` (`part,part_metrics,log2`) select; `FLUSS_BOOTSTRAP`
 //! names a running cluster instead of a fresh one (the Fluss CPU figures then need its pids and
 //! are left out); `FLUSS_TABLET_HEAP` (default here 2g: thousands of buckets),
 //! `RUNTIME_KEEP_LOGS=DIR` (each run's runtime log), `SCALE_PERF=DIR` (a `perf record -a -g`
 //! of each throughput run and idle window; `perf report --pid PID`, the pid in the file name,
-//! keeps the runtime's samples), `FLUSS_PLUGIN_LIBRARY=PATH` (another build).
+//! keeps the runtime's samples), `FLUSS_PLUGIN_LIBRARY=PATH` (another build), `SCALE_AB=PATH`
+//! (each `log` and `pk` run also with the build at PATH, named `…@b`, in turn with this one's,
+//! each against the base table's run of the same build: an A/B on one machine state).
 
 mod common;
 
@@ -108,9 +111,11 @@ struct Settings {
     /// Count each throughput run's Fluss requests (`SCALE_CENSUS=1`).
     census_runs: bool,
     phases: Vec<String>,
+    /// The payload formats of the `log` and `pk` phases (`SCALE_FORMATS`: `json`, `ipc`).
+    formats: Vec<Format>,
     idle_shapes: Vec<String>,
     /// Rounds of each throughput run of the `log` and `pk` phases (`SCALE_REPEAT`), in turn;
-    /// each run's round with the median rate is shown.
+    /// each run's round with the median rate is shown, with the median peak RSS of its rounds.
     repeat: usize,
 }
 
@@ -140,6 +145,14 @@ impl Settings {
             census: secs("SCALE_IDLE_CENSUS_SECS", 30),
             census_runs: std::env::var("SCALE_CENSUS").is_ok_and(|v| v == "1"),
             phases: list("SCALE_PHASES", "log,idle,multi,pk"),
+            formats: [Format::Json, Format::Ipc]
+                .into_iter()
+                .filter(|f| {
+                    list("SCALE_FORMATS", "json,ipc")
+                        .iter()
+                        .any(|n| n == f.name())
+                })
+                .collect(),
             idle_shapes: list("SCALE_IDLE_SHAPES", "part,part_metrics,log2"),
             repeat: common::env_usize("SCALE_REPEAT", 1).max(1),
         }
@@ -351,14 +364,52 @@ fn measured(base_dir: &Path, run: &Run, rows: usize, base: Option<&str>) -> Meas
     }
 }
 
-/// `shapes` in turn, `repeat` times: the rounds of one shape alternate with the other's, so
-/// a slow moment of the machine does not fall on one shape's rounds only.
-fn rounds<T: Copy>(shapes: &[(String, T)], repeat: usize) -> Vec<(String, T)> {
-    (0..repeat).flat_map(|_| shapes.iter().cloned()).collect()
+/// The throughput runs of a phase: for each format of `SCALE_FORMATS` and each build of
+/// `builds` (a name suffix and its library), the base table and the other of `tables` (each
+/// named), read with `extra` in the plugin's configuration; `SCALE_REPEAT` rounds of each in
+/// turn (so a slow moment of the machine does not fall on one run's rounds only), each run
+/// against the base table's run of its format and build, the median round of each shown.
+fn throughput(
+    cluster: &Cluster,
+    settings: &Settings,
+    dir: &Path,
+    builds: &[(String, PathBuf)],
+    tables: [(&str, &Table); 2],
+    extra: Value,
+) -> Vec<Measured> {
+    let mut runs = Vec::new();
+    for &format in &settings.formats {
+        let mut shapes = Vec::new();
+        for (suffix, library) in builds {
+            let base = format!("{}_{}{suffix}", tables[0].0, format.name());
+            for (name, table) in tables {
+                let name = format!("{name}_{}{suffix}", format.name());
+                let base_of = (name != base).then(|| base.clone());
+                shapes.push((name, table, library, base_of));
+            }
+        }
+        for _ in 0..settings.repeat {
+            for (name, table, library, base_of) in &shapes {
+                let run = plugin_run(
+                    cluster,
+                    name,
+                    library,
+                    &[table],
+                    format,
+                    extra.clone(),
+                    settings.census_runs,
+                );
+                runs.push(measured(dir, &run, table.rows, base_of.as_deref()));
+            }
+        }
+    }
+    medians(runs)
 }
 
 /// Of the rounds of each run in `all` (in their first round's order), the one with the
-/// median rate; with more than one round, every round's rate is printed first.
+/// median rate, showing the median of the rounds' peak RSS (a peak moves from round to round
+/// with when the allocator returns memory); with more than one round, every round's rate and
+/// peak RSS are printed first.
 fn medians(all: Vec<Measured>) -> Vec<Measured> {
     let mut names: Vec<String> = Vec::new();
     for m in &all {
@@ -375,16 +426,25 @@ fn medians(all: Vec<Measured>) -> Vec<Measured> {
                 .filter(|m| m.as_ref().is_some_and(|m| &m.name == name))
                 .filter_map(Option::take)
                 .collect();
+            let mut peaks: Vec<u64> = rounds.iter().map(|m| m.outcome.rss_kib).collect();
+            peaks.sort_unstable();
             rounds.sort_by(|a, b| a.outcome.rate().total_cmp(&b.outcome.rate()));
             if rounds.len() > 1 {
                 let rates: Vec<String> =
                     rounds.iter().map(|m| fmt_rate(m.outcome.rate())).collect();
+                let peaks: Vec<String> = peaks
+                    .iter()
+                    .map(|kib| format!("{:.1}", *kib as f64 / 1024.0))
+                    .collect();
                 eprintln!(
-                    "scale: {name:<14} rounds (rows/s, sorted): {}",
-                    rates.join(", ")
+                    "scale: {name:<14} rounds (rows/s, sorted): {}; peak RSS MiB (sorted): {}",
+                    rates.join(", "),
+                    peaks.join(", ")
                 );
             }
-            rounds.swap_remove(rounds.len() / 2)
+            let mut median = rounds.swap_remove(rounds.len() / 2);
+            median.outcome.rss_kib = peaks[peaks.len() / 2];
+            median
         })
         .collect()
 }
@@ -862,6 +922,12 @@ fn main() {
     let base = std::env::temp_dir().join(format!("fluss-scale-bench-{}", std::process::id()));
     std::fs::create_dir_all(&base).expect("bench dir");
     let plugin = common::library("libiggy_connector_fluss_source.so");
+    // The builds the `log` and `pk` runs are made with: this one, and with `SCALE_AB=PATH` also
+    // the one at PATH (its runs named `…@b`).
+    let mut builds = vec![(String::new(), plugin.clone())];
+    if let Some(other) = std::env::var_os("SCALE_AB") {
+        builds.push(("@b".to_owned(), PathBuf::from(other)));
+    }
     let test_source = common::library("libiggy_test_source.so");
     println!(
         "scale bench: {} rows, {} partitions x {BUCKETS} buckets; primary key: {} rows, {} \
@@ -914,28 +980,14 @@ fn main() {
     if settings.phase("log") {
         let part = part.as_ref().expect("the partitioned table");
         let log2 = log2.as_ref().expect("the 2-bucket table");
-        let mut runs = Vec::new();
-        for format in [Format::Json, Format::Ipc] {
-            let base_name = format!("log2_{}", format.name());
-            let shapes = [
-                (base_name.clone(), log2),
-                (format!("part_{}", format.name()), part),
-            ];
-            for (name, table) in rounds(&shapes, settings.repeat) {
-                let run = plugin_run(
-                    cluster,
-                    &name,
-                    &plugin,
-                    &[table],
-                    format,
-                    json!({}),
-                    settings.census_runs,
-                );
-                let base_of = (name != base_name).then_some(base_name.as_str());
-                runs.push(measured(&base, &run, table.rows, base_of));
-            }
-        }
-        let runs = medians(runs);
+        let runs = throughput(
+            cluster,
+            &settings,
+            &base,
+            &builds,
+            [("log2", log2), ("part", part)],
+            json!({}),
+        );
         print_runs(
             &format!(
                 "log tables: {} rows in 2 buckets (log2) and in {} partitions x 2 buckets (part)",
@@ -1089,28 +1141,14 @@ fn main() {
         for table in [&pk2, &pkpart] {
             rt.block_on(common::kv_snapshots_caught_up(cluster, &table.path));
         }
-        let mut runs = Vec::new();
-        for format in [Format::Json, Format::Ipc] {
-            let base_name = format!("pk2_{}", format.name());
-            let shapes = [
-                (base_name.clone(), &pk2),
-                (format!("pkpart_{}", format.name()), &pkpart),
-            ];
-            for (name, table) in rounds(&shapes, settings.repeat) {
-                let run = plugin_run(
-                    cluster,
-                    &name,
-                    &plugin,
-                    &[table],
-                    format,
-                    json!({"starting_offset": "full"}),
-                    settings.census_runs,
-                );
-                let base_of = (name != base_name).then_some(base_name.as_str());
-                runs.push(measured(&base, &run, table.rows, base_of));
-            }
-        }
-        let runs = medians(runs);
+        let runs = throughput(
+            cluster,
+            &settings,
+            &base,
+            &builds,
+            [("pk2", &pk2), ("pkpart", &pkpart)],
+            json!({"starting_offset": "full"}),
+        );
         print_runs(
             &format!(
                 "primary-key tables, `starting_offset = \"full\"`: {} rows in 2 buckets (pk2) and \

@@ -41,6 +41,24 @@ pub struct Table {
 }
 
 impl Table {
+    /// Loads the client's metadata of those of `partitions` it does not know yet, in one
+    /// request. Subscribing to a partition's bucket loads that partition's metadata first, so
+    /// buckets subscribed one at a time (as their snapshots are handed over) would otherwise
+    /// cost a request each. Best effort: after a failure each subscription asks for its own.
+    pub async fn know_partitions(&self, partitions: impl IntoIterator<Item = PartitionId>) {
+        let partitions: Vec<PartitionId> = partitions.into_iter().collect();
+        if partitions.is_empty() {
+            return;
+        }
+        let metadata = self.conn.get_metadata();
+        let _ = call(
+            "update_partition_metadata",
+            CALL_TIMEOUT,
+            metadata.check_and_update_partition_metadata_by_ids(&self.path, &partitions),
+        )
+        .await;
+    }
+
     /// Looks the table up and checks it against `table_type` and `columns`.
     pub async fn resolve(conn: Arc<FlussConnection>, config: &Config) -> Result<Self> {
         let admin = conn

@@ -222,7 +222,7 @@ impl Source for FlussSource {
         self.buckets.clear_all();
         self.snapshots.discard_ahead().await;
         self.snapshots
-            .give_back(&self.table, &mut self.telemetry)
+            .give_back_all(&self.table, &mut self.telemetry)
             .await;
         self.telemetry.closed();
         // Unregisters this connector's metrics (and frees the port if it was the last).

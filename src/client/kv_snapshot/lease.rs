@@ -2,8 +2,10 @@
 //! on remote storage (it would otherwise delete them once `kv.snapshot.num-retained` newer
 //! ones exist). One lease per connector instance and table, named after them, so a restart
 //! takes over the lease it held; renewed while any bucket holds part of it. Snapshots are
-//! leased a group at a time (see `source::snapshot::listed`) and given back together, the
-//! buckets handed over since the last request in one request. Closing keeps it: a restart
+//! leased a group at a time (see `source::snapshot::listed`) and given back together: the
+//! buckets handed over wait until [`GIVE_BACK_AT`] of them do, the first of them has waited
+//! [`GIVE_BACK_AFTER`], or no other snapshot is held, then go in one request (a request per
+//! poll would cost a coordinator round trip per small bucket). Closing keeps it: a restart
 //! within [`DURATION`] goes on with the same snapshots, and an abandoned lease expires by
 //! itself.
 
@@ -22,6 +24,11 @@ use crate::position::BucketKey;
 pub const DURATION: Duration = Duration::from_secs(30 * 60);
 /// How often the lease is renewed while some bucket holds part of it.
 const RENEW_EVERY: Duration = Duration::from_secs(60);
+/// Handed-over snapshots are given back once this many wait: a lease group's worth.
+pub const GIVE_BACK_AT: usize = 16;
+/// ... or once the first of them has waited this long, so the coordinator can delete their
+/// files soon after they are read.
+pub const GIVE_BACK_AFTER: Duration = Duration::from_secs(1);
 
 /// This instance's lease and the snapshots it holds.
 pub struct Lease {
@@ -29,7 +36,7 @@ pub struct Lease {
     table_id: TableId,
     held: BTreeMap<BucketKey, SnapshotId>,
     /// Buckets whose snapshot was handed over, not given back yet.
-    handed_over: Vec<BucketKey>,
+    handed_over: HandedOver,
     renewed: Instant,
 }
 
@@ -40,7 +47,7 @@ impl Lease {
             id: format!("iggy-fluss-source-{connector}-{table_id}-{instance}"),
             table_id,
             held: BTreeMap::new(),
-            handed_over: Vec::new(),
+            handed_over: HandedOver::default(),
             renewed: Instant::now(),
         }
     }
@@ -127,18 +134,27 @@ impl Lease {
     /// Notes that bucket `key`'s snapshot was handed over: [`Lease::give_back`] returns it.
     pub fn handed_over(&mut self, key: BucketKey) {
         if self.held.remove(&key).is_some() {
-            self.handed_over.push(key);
+            self.handed_over.push(key, Instant::now());
         }
     }
 
-    /// Gives back the snapshots handed over since the last call, in one request. Whatever
-    /// becomes of the request, they are no longer held: one not given back expires with the
-    /// lease.
+    /// Gives back the snapshots handed over, in one request, once they are due (see the
+    /// module's rule). Whatever becomes of the request, they are no longer held: one not
+    /// given back expires with the lease.
     pub async fn give_back(&mut self, table: &Table) -> Result<()> {
-        if self.handed_over.is_empty() {
+        if !self.handed_over.due(Instant::now(), self.held.is_empty()) {
             return Ok(());
         }
-        let buckets = std::mem::take(&mut self.handed_over)
+        self.give_back_all(table).await
+    }
+
+    /// Gives back every snapshot handed over, due or not (at close).
+    pub async fn give_back_all(&mut self, table: &Table) -> Result<()> {
+        let keys = self.handed_over.take();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let buckets = keys
             .into_iter()
             .map(|key| TableBucket::new_with_partition(self.table_id, key.partition, key.bucket))
             .collect();
@@ -148,5 +164,77 @@ impl Lease {
             table.admin.release_kv_snapshot_lease(&self.id, buckets),
         )
         .await
+    }
+}
+
+/// The buckets whose snapshot was handed over and is not given back yet, and since when the
+/// first of them waits.
+#[derive(Debug, Default)]
+struct HandedOver {
+    keys: Vec<BucketKey>,
+    since: Option<Instant>,
+}
+
+impl HandedOver {
+    fn push(&mut self, key: BucketKey, now: Instant) {
+        self.since.get_or_insert(now);
+        self.keys.push(key);
+    }
+
+    /// Whether they should be given back now (`nothing_held`: no other snapshot is held, so
+    /// no more are coming soon).
+    fn due(&self, now: Instant, nothing_held: bool) -> bool {
+        let Some(since) = self.since else {
+            return false;
+        };
+        nothing_held
+            || self.keys.len() >= GIVE_BACK_AT
+            || now.saturating_duration_since(since) >= GIVE_BACK_AFTER
+    }
+
+    fn take(&mut self) -> Vec<BucketKey> {
+        self.since = None;
+        std::mem::take(&mut self.keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(bucket: i32) -> BucketKey {
+        BucketKey {
+            partition: Some(7),
+            bucket,
+        }
+    }
+
+    #[test]
+    fn handed_over_snapshots_wait_for_a_group_a_second_or_the_last_one() {
+        let start = Instant::now();
+        let mut waiting = HandedOver::default();
+        assert!(!waiting.due(start, true), "nothing waits");
+        waiting.push(key(0), start);
+        assert!(!waiting.due(start, false));
+        assert!(waiting.due(start, true), "no other snapshot is held");
+        assert!(
+            waiting.due(start + GIVE_BACK_AFTER, false),
+            "waited long enough"
+        );
+        for bucket in 1..GIVE_BACK_AT as i32 - 1 {
+            waiting.push(key(bucket), start + Duration::from_millis(10));
+        }
+        assert!(!waiting.due(start + Duration::from_millis(500), false));
+        waiting.push(key(99), start + Duration::from_millis(20));
+        assert!(waiting.due(start, false), "a group's worth waits");
+        let taken = waiting.take();
+        assert_eq!(taken.len(), GIVE_BACK_AT);
+        assert_eq!(taken.first(), Some(&key(0)));
+        assert!(!waiting.due(start + GIVE_BACK_AFTER * 2, true), "none left");
+        waiting.push(key(3), start + GIVE_BACK_AFTER * 2);
+        assert!(
+            !waiting.due(start + GIVE_BACK_AFTER * 2, false),
+            "the wait starts again with the next one"
+        );
     }
 }

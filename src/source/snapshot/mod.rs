@@ -276,6 +276,9 @@ impl Snapshots {
         let opening = Arc::new(Opening::prepare(table, config, self.lease.id(), telemetry).await?);
         let has_one = latest.iter().any(|(other, _)| *other == key);
         let leased = self.lease.acquire_all(table, &latest).await?;
+        table
+            .know_partitions(leased.iter().filter_map(|other| other.partition))
+            .await;
         let mut own = None;
         for (other, snapshot) in latest {
             if !leased.contains(&other) {
@@ -371,10 +374,22 @@ impl Snapshots {
         !failed_now.is_empty()
     }
 
-    /// Gives back the leases of the snapshots handed over since the last call, in one request
-    /// (once per poll); a failure is logged (the lease expires by itself).
+    /// Gives back the leases of the snapshots handed over once they are due (see
+    /// [`crate::client::kv_snapshot::lease`]), in one request; a failure is logged (the lease
+    /// expires by itself).
     pub(super) async fn give_back(&mut self, table: &Table, telemetry: &mut Telemetry) {
-        if let Err(error) = self.lease.give_back(table).await {
+        let given = self.lease.give_back(table).await;
+        self.given_back(given, telemetry);
+    }
+
+    /// Gives back the leases of every snapshot handed over, due or not (at close).
+    pub(super) async fn give_back_all(&mut self, table: &Table, telemetry: &mut Telemetry) {
+        let given = self.lease.give_back_all(table).await;
+        self.given_back(given, telemetry);
+    }
+
+    fn given_back(&self, given: Result<()>, telemetry: &mut Telemetry) {
+        if let Err(error) = given {
             telemetry.retrying(
                 &format!(
                     "giving back snapshots of the KV snapshot lease {} failed (it expires by itself)",
