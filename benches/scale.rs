@@ -145,14 +145,13 @@ impl Settings {
             census: secs("SCALE_IDLE_CENSUS_SECS", 30),
             census_runs: std::env::var("SCALE_CENSUS").is_ok_and(|v| v == "1"),
             phases: list("SCALE_PHASES", "log,idle,multi,pk"),
-            formats: [Format::Json, Format::Ipc]
-                .into_iter()
-                .filter(|f| {
-                    list("SCALE_FORMATS", "json,ipc")
-                        .iter()
-                        .any(|n| n == f.name())
-                })
-                .collect(),
+            formats: {
+                let named = list("SCALE_FORMATS", "json,ipc");
+                [Format::Json, Format::Ipc]
+                    .into_iter()
+                    .filter(|f| named.iter().any(|n| n == f.name()))
+                    .collect()
+            },
             idle_shapes: list("SCALE_IDLE_SHAPES", "part,part_metrics,log2"),
             repeat: common::env_usize("SCALE_REPEAT", 1).max(1),
         }
@@ -407,9 +406,9 @@ fn throughput(
 }
 
 /// Of the rounds of each run in `all` (in their first round's order), the one with the
-/// median rate, showing the median of the rounds' peak RSS (a peak moves from round to round
-/// with when the allocator returns memory); with more than one round, every round's rate and
-/// peak RSS are printed first.
+/// median rate, showing the median of the rounds' peak RSS (a peak moves from round to round,
+/// as the allocator returns memory sooner or later); with more than one round, every round's
+/// rate and peak RSS are printed first.
 fn medians(all: Vec<Measured>) -> Vec<Measured> {
     let mut names: Vec<String> = Vec::new();
     for m in &all {

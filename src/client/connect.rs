@@ -75,20 +75,20 @@ fn fetch_bytes_per_bucket(config: &Config) -> i32 {
 }
 
 /// Bytes fetched per round from all of a reader's buckets: four buckets' worth, and for Arrow
-/// IPC at least twice `max_batch_bytes` (16 MiB by default, 64 MiB at most). A round asks the tablet server
-/// for every bucket of the reader, and its pass over them costs per bucket: a reader of
-/// hundreds of buckets (a table of many partitions) needs rounds that carry many buckets'
-/// rows, or the passes, not the rows, set its pace (BENCHMARKS.md, "At scale"); the rounds a
-/// reader holds are also most of what such a table costs in memory beyond a few buckets, so
-/// `max_batch_bytes` stays the one knob of memory. A reader of at most four buckets fetches
-/// no more than four buckets' worth: each bucket is bound by [`fetch_bytes_per_bucket`].
-/// JSON is limited by building its messages, so a larger round would only hold more memory.
+/// IPC at least twice `max_batch_bytes` (16 MiB by default, 64 MiB at most). A round asks the
+/// tablet server for every bucket of the reader, and its pass over them costs per bucket: a
+/// reader of hundreds of buckets (a table of many partitions) needs rounds that carry many
+/// buckets' rows, or the passes, not the rows, set its pace (BENCHMARKS.md, "At scale"). Such
+/// a reader also holds its rounds' bytes until they are polled, so the round follows
+/// `max_batch_bytes`, the knob of memory. A reader of at most four buckets fetches no more
+/// than four buckets' worth: each bucket is bound by [`fetch_bytes_per_bucket`]. JSON is
+/// limited by building its messages, so a larger round would only hold more memory.
 fn fetch_bytes_per_round(config: &Config) -> i32 {
     let four = fetch_bytes_per_bucket(config).saturating_mul(4);
     match config.payload_format {
         PayloadFormat::ArrowIpc => {
             let twice = config.max_batch_bytes.saturating_mul(2).min(64 << 20);
-            four.max(i32::try_from(twice).unwrap_or(64 << 20))
+            four.max(i32::try_from(twice).unwrap_or(i32::MAX))
         }
         PayloadFormat::Json => four,
     }
