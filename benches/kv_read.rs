@@ -1,8 +1,9 @@
-//! The KV snapshot reader alone: a bucket's RocksDB files read in key order and decoded into
+//! The KV snapshot reader alone: a bucket's checkpoint files read in key order and decoded into
 //! Arrow batches ([`KvRows`], as the snapshot's reading thread does), without a cluster. The
-//! database is written once with the options Fluss 0.9.1 gives its KV store (4 KiB blocks,
-//! LZ4) and rows of the e2e bench's primary-key table (`id BIGINT, name STRING, amount
-//! DOUBLE`, each value a schema id and a COMPACTED row), then copied and read once per round.
+//! checkpoint is written once by the RocksDB of Fluss 0.9.1's tablet servers with the options
+//! they give their KV store (4 KiB blocks, LZ4; `fluss_testkit::kv_files`, needs Java 17) and
+//! rows of the e2e bench's primary-key table (`id BIGINT, name STRING, amount DOUBLE`, each
+//! value a schema id and a COMPACTED row), then copied and read once per round.
 //!
 //! Run: `cargo bench --bench kv_read`. `KV_READ_KEYS` (default 1,000,000), `KV_READ_ROUNDS`
 //! (default 5), `KV_READ_BATCH` (rows per batch, default 5,000: the e2e bench's Debezium
@@ -18,6 +19,7 @@ use std::time::Instant;
 use fluss::metadata::{KvFormat, RowType};
 use fluss::row::encode::{RowEncoder, RowEncoderFactory};
 use fluss::row::Datum;
+use fluss_testkit::kv_files::{self, Job, Op};
 use fluss_testkit::tables;
 use iggy_connector_fluss_source::client::kv_snapshot::files::LocalCopy;
 use iggy_connector_fluss_source::position::BucketKey;
@@ -30,19 +32,14 @@ fn row_type() -> RowType {
 }
 
 /// Writes `keys` rows as Fluss's KV store holds them (big-endian ids keep RocksDB's order the
-/// ids' order), unless `dir` already holds them.
+/// ids' order) with the RocksDB and options of Fluss 0.9.1's tablet servers, unless `dir`
+/// already holds them.
 fn write_database(dir: &Path, keys: usize) {
     if dir.join("CURRENT").exists() {
         return;
     }
-    let mut options = rocksdb::Options::default();
-    options.create_if_missing(true);
-    options.set_compression_type(rocksdb::DBCompressionType::Lz4);
-    let mut table = rocksdb::BlockBasedOptions::default();
-    table.set_block_size(4096);
-    options.set_block_based_table_factory(&table);
-    let db = rocksdb::DB::open(&options, dir).expect("create the database");
     let mut encoder = RowEncoderFactory::create(KvFormat::COMPACTED, row_type()).expect("encoder");
+    let mut ops = Vec::with_capacity(keys + 1);
     for id in 0..keys as i64 {
         encoder.start_new_row().expect("row");
         encoder.encode_field(0, Datum::from(id)).expect("id");
@@ -56,9 +53,15 @@ fn write_database(dir: &Path, keys: usize) {
         let row = encoder.finish_row().expect("finish");
         let mut value = 1i16.to_le_bytes().to_vec();
         value.extend_from_slice(&row);
-        db.put(id.to_be_bytes(), value).expect("put");
+        ops.push(Op::Put(id.to_be_bytes().to_vec(), value));
     }
-    db.flush().expect("flush");
+    ops.push(Op::Flush);
+    let job = Job {
+        ops,
+        options: vec!["compression=LZ4".into(), "block_size=4096".into()],
+        dir: dir.to_path_buf(),
+    };
+    kv_files::write(&[job], &dir.with_extension("scratch"));
 }
 
 /// A copy of `from`'s files in `to` (a [`LocalCopy`] removes its directory when dropped).

@@ -13,12 +13,6 @@ if ! CLIPPY_DRIVER=$(command -v clippy-driver); then
   exit 1
 fi
 export RUSTC_WORKSPACE_WRAPPER=$CLIPPY_DRIVER
-# The system's RocksDB, as .cargo/config.toml says (here too for cargo commands run from
-# outside the checkout); an installation elsewhere is named by setting them first.
-export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib}
-export ROCKSDB_INCLUDE_DIR=${ROCKSDB_INCLUDE_DIR:-/usr/include}
-# The system's libzstd, as .cargo/config.toml says.
-export ZSTD_SYS_USE_PKG_CONFIG=${ZSTD_SYS_USE_PKG_CONFIG:-1}
 # cargo-clippy's way of passing `-- -D warnings` to the driver.
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 

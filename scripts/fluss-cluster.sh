@@ -587,6 +587,8 @@ usage() {
   cat <<'USAGE'
 usage: fluss-cluster.sh COMMAND ...
   fetch                         download Fluss 0.9.1 + log4j jars into $FLUSS_CACHE_DIR
+  server-jar                    fetch, then print the path of fluss-server's jar (it holds the
+                                RocksDB the tablet servers run; the testkit writes checkpoints with it)
   start DIR [--tablets N] [--sasl] [--owner-pid PID] [--conf key=value ...]
                                 start ZooKeeper, a coordinator and N tablet servers in a fresh DIR;
                                 prints the bootstrap address (host:port) as the last stdout line
@@ -605,6 +607,7 @@ main() {
   shift || true
   case $cmd in
     fetch) fetch "$@" ;;
+    server-jar) fetch && echo "$LIB_DIR/fluss-server-$FLUSS_VERSION.jar" ;;
     start) start "$@" ;;
     stop) stop "$@" ;;
     stop-tablet|kill-tablet|start-tablet|restart-coordinator) control "$cmd" "$@" ;;

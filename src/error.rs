@@ -269,7 +269,8 @@ pub enum Error {
     #[snafu(display("cannot build the `{name}` header: {cause}"))]
     Header {
         name: &'static str,
-        cause: iggy_connector_sdk::Error,
+        /// The SDK's reason, as text (the SDKs name it with their own error types).
+        cause: String,
     },
 
     /// Building an Arrow IPC payload failed.

@@ -1,7 +1,7 @@
 //! Apache Fluss source connector for the Apache Iggy connectors runtime.
 //!
 //! The runtime loads this crate as a `cdylib` and drives [`FlussSource`] over the C ABI that
-//! [`iggy_connector_sdk::source_connector!`] exports. It reads one Fluss table (a log table
+//! [`sdk`] exports (the one module bound to the connector SDK). It reads one Fluss table (a log table
 //! or the changelog of a primary-key table) with `fluss-rs`, turns records into Iggy messages
 //! and persists the next offset of every bucket through the runtime's state file.
 //!
@@ -40,10 +40,9 @@ pub mod position;
 pub mod records;
 pub mod schemas;
 pub mod scope;
+pub mod sdk;
 pub mod snapshot_files;
 pub mod source;
 pub mod state;
 
 pub use source::FlussSource;
-
-iggy_connector_sdk::source_connector!(FlussSource);

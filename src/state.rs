@@ -11,8 +11,8 @@
 //! Over 500 lines because its tests (about 300 lines: every older record shape and the saved
 //! fixture bytes) sit next to it.
 
+use crate::sdk::ConnectorState;
 use fluss::{BucketId, PartitionId, TableId};
-use iggy_connector_sdk::ConnectorState;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -179,7 +179,7 @@ impl SavedState {
                 })
                 .collect(),
         };
-        // The SDK's `ConnectorState::serialize` is this same call; calling it directly keeps
+        // The SDKs' `ConnectorState::serialize` is this same call; calling it directly keeps
         // the rmp-serde error typed.
         rmp_serde::to_vec(&record)
             .map(ConnectorState)
@@ -440,7 +440,7 @@ mod tests {
             version: 99,
             ..record(vec![], vec![], vec![], vec![])
         };
-        let bytes = ConnectorState::serialize(&record).unwrap();
+        let bytes = ConnectorState(rmp_serde::to_vec(&record).unwrap());
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
         assert!(e.contains("format version 99"), "{e}");
     }
@@ -448,14 +448,14 @@ mod tests {
     #[test]
     fn negative_offsets_are_refused() {
         let record = record(vec![(None, 0, -3)], vec![], vec![], vec![]);
-        let bytes = ConnectorState::serialize(&record).unwrap();
+        let bytes = ConnectorState(rmp_serde::to_vec(&record).unwrap());
         assert!(SavedState::decode(&bytes).is_err());
     }
 
     #[test]
     fn a_snapshot_resume_of_a_bucket_not_in_its_snapshot_phase_is_refused() {
         let record = record(vec![(None, 0, 5)], vec![], vec![(None, 0, 3, 100)], vec![]);
-        let bytes = ConnectorState::serialize(&record).unwrap();
+        let bytes = ConnectorState(rmp_serde::to_vec(&record).unwrap());
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
         assert!(e.contains("impossible position"), "{e}");
     }
@@ -468,7 +468,7 @@ mod tests {
             vec![(None, 1, 3, 100)],
             vec![(None, 0, 7)],
         );
-        let bytes = ConnectorState::serialize(&record).unwrap();
+        let bytes = ConnectorState(rmp_serde::to_vec(&record).unwrap());
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
         assert!(e.contains("impossible position"), "{e}");
     }

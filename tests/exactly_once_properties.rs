@@ -44,10 +44,10 @@ use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::filter::{Filter, FilterText};
 use iggy_connector_fluss_source::position::{BucketKey, Position, Positions};
 use iggy_connector_fluss_source::schemas::Schemas;
+use iggy_connector_fluss_source::sdk::ProducedMessage;
 use iggy_connector_fluss_source::snapshot_files::Opened;
 use iggy_connector_fluss_source::snapshot_files::RowBatches;
 use iggy_connector_fluss_source::source::queue::Buckets;
-use iggy_connector_sdk::ProducedMessage;
 use proptest::prelude::*;
 use serde_json::Value;
 

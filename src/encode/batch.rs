@@ -10,7 +10,7 @@
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 
-use iggy_connector_sdk::ProducedMessage;
+use crate::sdk::ProducedMessage;
 
 use crate::error::{Error, Result};
 

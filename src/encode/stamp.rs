@@ -43,9 +43,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
+use crate::sdk::{HeaderKey, HeaderValue, ProducedMessage};
 use fluss::record::ChangeType;
 use fluss::{BucketId, PartitionId, TableId};
-use iggy_connector_sdk::{HeaderKey, HeaderValue, ProducedMessage};
 
 use crate::config::options::{Choice, Header, HeaderSet};
 use crate::error::{Error, Result};
@@ -138,7 +138,10 @@ pub struct Stamper {
 
 fn key(header: Header) -> Result<HeaderKey> {
     let name = header.name();
-    HeaderKey::from_static_str(name).map_err(|cause| Error::Header { name, cause })
+    HeaderKey::try_from(name).map_err(|cause| Error::Header {
+        name,
+        cause: cause.to_string(),
+    })
 }
 
 /// A string header value; Iggy allows 1..=255 bytes, so a longer name is cut at a character
@@ -148,9 +151,9 @@ fn text(header: Header, value: &str) -> Result<HeaderValue> {
     while !value.is_char_boundary(end) {
         end -= 1;
     }
-    HeaderValue::from_str(&value[..end]).map_err(|cause| Error::Header {
+    HeaderValue::try_from(&value[..end]).map_err(|cause| Error::Header {
         name: header.name(),
-        cause,
+        cause: cause.to_string(),
     })
 }
 
@@ -225,16 +228,16 @@ impl Stamper {
         put(
             Header::Bucket,
             &self.bucket_key,
-            HeaderValue::from_i32(key.bucket),
+            HeaderValue::from(key.bucket),
         );
-        put(Header::Offset, &self.keys.offset, HeaderValue::from_i64(0));
+        put(Header::Offset, &self.keys.offset, HeaderValue::from(0_i64));
         put(
             Header::Timestamp,
             &self.keys.timestamp,
-            HeaderValue::from_i64(0),
+            HeaderValue::from(0_i64),
         );
         if let Some(schema_key) = &self.keys.schema_id {
-            put(Header::SchemaId, schema_key, HeaderValue::from_i32(0));
+            put(Header::SchemaId, schema_key, HeaderValue::from(0_i32));
         }
         if let Some((k, v)) = &self.primary_key {
             put(Header::PrimaryKey, k, v.clone());
@@ -360,7 +363,7 @@ impl BucketStamp {
             self.with(
                 Header::RowCount,
                 &self.keys.row_count,
-                &HeaderValue::from_i64(0),
+                &HeaderValue::from(0_i64),
             )
         });
         let headers = self.stamped(
@@ -418,24 +421,20 @@ impl BucketStamp {
             rows,
         } = values;
         let mut headers = template.clone();
-        set(
-            &mut headers,
-            &self.keys.offset,
-            HeaderValue::from_i64(offset),
-        );
+        set(&mut headers, &self.keys.offset, HeaderValue::from(offset));
         set(
             &mut headers,
             &self.keys.timestamp,
-            HeaderValue::from_i64(timestamp),
+            HeaderValue::from(timestamp),
         );
         if let Some(schema_key) = &self.keys.schema_id {
-            set(&mut headers, schema_key, HeaderValue::from_i32(schema_id));
+            set(&mut headers, schema_key, HeaderValue::from(schema_id));
         }
         if let Some(rows) = rows {
             set(
                 &mut headers,
                 &self.keys.row_count,
-                HeaderValue::from_i64(rows as i64),
+                HeaderValue::from(rows as i64),
             );
         }
         Some(headers)
@@ -544,11 +543,11 @@ mod tests {
         assert_eq!(bucket.snapshot_offset(), Some(500));
         let m = bucket.row(3, 77, Some(ChangeType::Insert), 1, Vec::new());
         assert_eq!(m.id, Some(snapshot_id(3, None, 2, every, 3)));
-        assert_eq!(header(&m, Header::Offset).unwrap().as_i64().unwrap(), 500);
-        assert_eq!(header(&m, Header::Timestamp).unwrap().as_i64().unwrap(), 77);
+        assert_eq!(header(&m, Header::Offset).unwrap().int64(), 500);
+        assert_eq!(header(&m, Header::Timestamp).unwrap().int64(), 77);
         let ipc = bucket.ipc(0, 77, 10, 1, Vec::new());
         assert_eq!(ipc.id, Some(snapshot_id(3, None, 2, every, 0)));
-        assert_eq!(header(&ipc, Header::Offset).unwrap().as_i64().unwrap(), 500);
+        assert_eq!(header(&ipc, Header::Offset).unwrap().int64(), 500);
     }
 
     #[test]
@@ -558,10 +557,26 @@ mod tests {
         assert_eq!(a >> 126, 1);
     }
 
+    /// Header values read through the conversions every SDK's header type has.
+    trait Numbers {
+        fn int64(&self) -> i64;
+        fn int32(&self) -> i32;
+    }
+
+    impl Numbers for HeaderValue {
+        fn int64(&self) -> i64 {
+            i64::try_from(self).unwrap()
+        }
+
+        fn int32(&self) -> i32 {
+            i32::try_from(self).unwrap()
+        }
+    }
+
     fn header(m: &ProducedMessage, header: Header) -> Option<&HeaderValue> {
         m.headers
             .as_ref()
-            .and_then(|h| h.get(&HeaderKey::new(header.name()).unwrap()))
+            .and_then(|h| h.get(&HeaderKey::try_from(header.name()).unwrap()))
     }
 
     fn stamp(selected: HeaderSet, partition: Option<&str>) -> BucketStamp {
@@ -586,9 +601,9 @@ mod tests {
         assert_eq!(m.payload, b"{}");
         let get = |h: Header| header(&m, h).unwrap().clone();
         assert_eq!(get(Header::Table).as_str().unwrap(), "fluss.orders");
-        assert_eq!(get(Header::Bucket).as_i32().unwrap(), 2);
-        assert_eq!(get(Header::Offset).as_i64().unwrap(), 41);
-        assert_eq!(get(Header::Timestamp).as_i64().unwrap(), 1_700_000_000_000);
+        assert_eq!(get(Header::Bucket).int32(), 2);
+        assert_eq!(get(Header::Offset).int64(), 41);
+        assert_eq!(get(Header::Timestamp).int64(), 1_700_000_000_000);
         assert_eq!(get(Header::ChangeType).as_str().unwrap(), "+I");
         assert_eq!(get(Header::Partition).as_str().unwrap(), "2026");
         assert_eq!(m.headers.as_ref().unwrap().len(), 6);
@@ -599,7 +614,7 @@ mod tests {
         let bucket = stamp(HeaderSet::ALL, None);
         let first = bucket.row(7, 100, None, 1, Vec::new());
         let second = bucket.row(8, 200, Some(ChangeType::Delete), 1, Vec::new());
-        let value = |m: &ProducedMessage, h: Header| header(m, h).unwrap().as_i64().unwrap();
+        let value = |m: &ProducedMessage, h: Header| header(m, h).unwrap().int64();
         assert_eq!(value(&first, Header::Offset), 7);
         assert_eq!(value(&first, Header::Timestamp), 100);
         assert!(header(&first, Header::ChangeType).is_none());
@@ -623,7 +638,7 @@ mod tests {
     #[test]
     fn ipc_headers_have_row_count_and_no_change_type() {
         let m = stamp(HeaderSet::ALL, None).ipc(10, 5, 300, 1, Vec::new());
-        assert_eq!(header(&m, Header::RowCount).unwrap().as_i64().unwrap(), 300);
+        assert_eq!(header(&m, Header::RowCount).unwrap().int64(), 300);
         assert!(header(&m, Header::ChangeType).is_none());
         assert!(header(&m, Header::Partition).is_none());
     }
@@ -648,7 +663,7 @@ mod tests {
             header(&first, Header::ChangeType),
             header(&again, Header::ChangeType)
         );
-        assert_eq!(header(&again, Header::Offset).unwrap().as_i64().unwrap(), 7);
+        assert_eq!(header(&again, Header::Offset).unwrap().int64(), 7);
         bucket.ipc(10, 5, 300, 1, Vec::new());
         assert_eq!(built(&bucket), (1, true));
     }
@@ -661,10 +676,10 @@ mod tests {
         );
         let row = bucket.row(5, 6, Some(ChangeType::Insert), 1, Vec::new());
         assert_eq!(row.headers.as_ref().unwrap().len(), 1);
-        assert_eq!(header(&row, Header::Offset).unwrap().as_i64().unwrap(), 5);
+        assert_eq!(header(&row, Header::Offset).unwrap().int64(), 5);
         let ipc = bucket.ipc(5, 6, 2, 1, Vec::new());
         assert_eq!(ipc.headers.as_ref().unwrap().len(), 2);
-        assert_eq!(header(&ipc, Header::RowCount).unwrap().as_i64().unwrap(), 2);
+        assert_eq!(header(&ipc, Header::RowCount).unwrap().int64(), 2);
     }
 
     #[test]
@@ -707,9 +722,9 @@ mod tests {
         assert!(header(&all, Header::SchemaId).is_none());
         let named = stamp(HeaderSet::of(&[Header::SchemaId, Header::Offset]), None);
         let row = named.row(5, 6, None, 3, Vec::new());
-        assert_eq!(header(&row, Header::SchemaId).unwrap().as_i32().unwrap(), 3);
+        assert_eq!(header(&row, Header::SchemaId).unwrap().int32(), 3);
         let ipc = named.ipc(5, 6, 2, 4, Vec::new());
-        assert_eq!(header(&ipc, Header::SchemaId).unwrap().as_i32().unwrap(), 4);
+        assert_eq!(header(&ipc, Header::SchemaId).unwrap().int32(), 4);
         assert_eq!(ipc.headers.as_ref().unwrap().len(), 2);
     }
 

@@ -1,8 +1,9 @@
 //! A bucket's KV snapshot read from its local copy (made by
-//! [`crate::client::kv_snapshot::files`]): no request to the cluster, only RocksDB files on
-//! local disk, decoded into Arrow batches of the scanned columns.
+//! [`crate::client::kv_snapshot::files`]): no request to the cluster, only the RocksDB
+//! checkpoint's files on local disk, decoded into Arrow batches of the scanned columns.
 //!
-//! - [`rows`]: the files opened read-only, decoded into Arrow batches by schema id;
+//! - [`rocks`]: the checkpoint's files read in key order, without RocksDB (a leaf);
+//! - [`rows`]: its values decoded into Arrow batches by schema id;
 //! - [`compacted`]: values of the common column types decoded straight into Arrow;
 //! - [`versions`]: rows of each schema version shown in the newest (the other types);
 //! - [`ahead`]: the batches of [`rows`] read on a thread of their own, a bounded number ahead;
@@ -11,6 +12,7 @@
 pub mod ahead;
 pub mod compacted;
 pub mod opened;
+pub mod rocks;
 pub mod rows;
 pub mod versions;
 

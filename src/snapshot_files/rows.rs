@@ -1,25 +1,19 @@
-//! A bucket's KV snapshot files opened read-only with RocksDB and read in key order, a
-//! bounded batch at a time. Each value is a 2-byte little-endian schema id followed by the
-//! row in the table's KV format (COMPACTED); each row is decoded by its own schema version
-//! and shown in the target version ([`super::versions`]), into Arrow batches of the scanned
-//! columns, as the changelog's batches are.
-//!
-//! Read through [`RowBatches::read_each`] (as the read-ahead thread does), one iterator goes
-//! over the whole bucket. A new iterator per batch would seek past the last key in every
-//! file of the snapshot and read ahead from there again, per file and batch, reading and
-//! copying far more bytes than the batch's rows hold.
+//! A bucket's KV snapshot files read in key order ([`super::rocks`]), a bounded batch at a
+//! time. Each value is a 2-byte little-endian schema id followed by the row in the table's KV
+//! format (COMPACTED); each row is decoded by its own schema version and shown in the target
+//! version ([`super::versions`]), into Arrow batches of the scanned columns, as the
+//! changelog's batches are.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use fluss::metadata::{KvFormat, RowType};
 use fluss::record::{to_arrow_schema, RowAppendRecordBatchBuilder};
-use rocksdb::{DBRawIterator, Options, DB};
 
 use super::compacted::{Direct, Refused};
+use super::rocks::{self, Checkpoint};
 use super::versions::Versions;
-use super::{hand_each, RowBatches};
+use super::RowBatches;
 use crate::client::kv_snapshot::files::LocalCopy;
 use crate::client::table::Table;
 use crate::error::{Error, Result};
@@ -77,16 +71,35 @@ impl Layout {
     }
 }
 
+/// The values of a snapshot's rows in key order: its files ([`rocks::Rows`]), or rows made
+/// in memory by tests.
+pub trait Values: Send + Sync {
+    /// Moves to the next row; `false` after the last.
+    fn advance(&mut self) -> std::result::Result<bool, rocks::Error>;
+    /// The current row's value.
+    fn value(&self) -> &[u8];
+}
+
+impl Values for rocks::Rows {
+    fn advance(&mut self) -> std::result::Result<bool, rocks::Error> {
+        rocks::Rows::advance(self)
+    }
+
+    fn value(&self) -> &[u8] {
+        rocks::Rows::value(self)
+    }
+}
+
 /// The rows of one bucket's snapshot files.
 pub struct KvRows {
     key: BucketKey,
-    // Declared before `copy`: the database closes before its directory is removed. An `Arc`
-    // so that an iterator can borrow it while the rows are read into `self`.
-    db: Arc<DB>,
+    // Declared before `copy`: the files close before their directory is removed.
+    values: Box<dyn Values>,
     copy: LocalCopy,
     decoding: Decoding,
     batch_rows: usize,
-    next: Next,
+    /// Every row was read.
+    ended: bool,
     /// Rows read so far.
     pub read: u64,
 }
@@ -101,16 +114,6 @@ struct Decoding {
     projection: Option<Vec<usize>>,
 }
 
-/// Where the next batch starts.
-enum Next {
-    /// At the first key.
-    First,
-    /// After this key, the last one read.
-    After(Box<[u8]>),
-    /// Nowhere: every row was read.
-    End,
-}
-
 impl KvRows {
     /// Opens the files of `copy` (bucket `key`, laid out as `layout`), to be read
     /// `batch_rows` rows at a time.
@@ -120,24 +123,26 @@ impl KvRows {
         copy: LocalCopy,
         batch_rows: usize,
     ) -> Result<Self> {
-        let corrupt = |cause: String| Error::SnapshotCorrupt {
-            key,
-            path: copy.dir().to_path_buf(),
-            cause,
-        };
-        let mut options = Options::default();
-        // RocksDB opens a snapshot's files on up to 16 threads it starts for the purpose (and
-        // each new thread may take a malloc arena of its own): one file after another is as
-        // fast for the few files of a bucket's snapshot.
-        options.set_max_file_opening_threads(1);
-        let db = DB::open_for_read_only(&options, copy.dir(), false)
-            .map_err(|e| corrupt(e.into_string()))?;
+        let values = Checkpoint::open(copy.dir())
+            .and_then(|checkpoint| checkpoint.rows())
+            .map_err(|e| corrupt(key, &copy, e.to_string()))?;
+        Self::over(layout, key, copy, Box::new(values), batch_rows)
+    }
+
+    /// Reads `values` as the rows of `copy`.
+    pub fn over(
+        layout: &Layout,
+        key: BucketKey,
+        copy: LocalCopy,
+        values: Box<dyn Values>,
+        batch_rows: usize,
+    ) -> Result<Self> {
         let versions = Versions::new(
             layout.kv_format,
             &layout.versions,
             layout.row_type.fields().len(),
         )
-        .map_err(|e| corrupt(e.to_string()))?;
+        .map_err(|e| corrupt(key, &copy, e.to_string()))?;
         let direct = match layout.kv_format {
             KvFormat::COMPACTED => to_arrow_schema(&layout.row_type)
                 .ok()
@@ -146,7 +151,7 @@ impl KvRows {
         };
         Ok(Self {
             key,
-            db: Arc::new(db),
+            values,
             copy,
             decoding: Decoding {
                 row_type: layout.row_type.clone(),
@@ -156,7 +161,7 @@ impl KvRows {
                 projection: layout.projection.clone(),
             },
             batch_rows: batch_rows.max(1),
-            next: Next::First,
+            ended: false,
             read: 0,
         })
     }
@@ -174,111 +179,60 @@ impl KvRows {
     /// Skips the first `rows` rows (already handed over by an earlier attempt at the same
     /// snapshot); returns how many were there to skip.
     pub fn skip(&mut self, rows: u64) -> Result<u64> {
-        if rows == 0 {
-            return Ok(0);
-        }
         let mut skipped = 0;
-        let mut last = Vec::new();
-        let mut iter = self.db.raw_iterator_opt(one_pass());
-        iter.seek_to_first();
-        while skipped < rows && iter.valid() {
-            if let Some(key) = iter.key() {
-                last.clear();
-                last.extend_from_slice(key);
+        while skipped < rows {
+            if !self.step()? {
+                break;
             }
             skipped += 1;
-            iter.next();
         }
-        self.check(&iter)?;
-        let end = !iter.valid();
-        drop(iter);
-        self.next = match (end, skipped > 0) {
-            (true, _) => Next::End,
-            (false, true) => Next::After(last.into_boxed_slice()),
-            (false, false) => Next::First,
-        };
-        self.read = skipped;
+        self.read += skipped;
         Ok(skipped)
     }
 
-    fn check(&self, iter: &rocksdb::DBRawIterator<'_>) -> Result<()> {
-        iter.status().map_err(|e| Error::SnapshotCorrupt {
-            key: self.key,
-            path: self.copy.dir().to_path_buf(),
-            cause: e.into_string(),
-        })
+    /// Moves to the next row; `false` (and ended) after the last.
+    fn step(&mut self) -> Result<bool> {
+        if self.ended {
+            return Ok(false);
+        }
+        let more = self
+            .values
+            .advance()
+            .map_err(|e| corrupt(self.key, &self.copy, e.to_string()))?;
+        self.ended = !more;
+        Ok(more)
     }
 
     fn corrupt(&self, cause: String) -> Error {
-        Error::SnapshotCorrupt {
-            key: self.key,
-            path: self.copy.dir().to_path_buf(),
-            cause,
-        }
+        corrupt(self.key, &self.copy, cause)
     }
 }
 
-/// Read options of a single pass in key order: blocks read once are not kept in RocksDB's
-/// block cache (it would fill to its capacity, 8 MiB by default, whatever the batch size), and
-/// files are read ahead in large sequential reads.
-fn one_pass() -> rocksdb::ReadOptions {
-    let mut options = rocksdb::ReadOptions::default();
-    options.fill_cache(false);
-    options.set_readahead_size(2 << 20);
-    options
+/// The error of a snapshot copy that cannot be read.
+fn corrupt(key: BucketKey, copy: &LocalCopy, cause: String) -> Error {
+    Error::SnapshotCorrupt {
+        key,
+        path: copy.dir().to_path_buf(),
+        cause,
+    }
 }
 
 impl RowBatches for KvRows {
-    /// A batch with an iterator of its own, which seeks past the last key read.
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        let db = Arc::clone(&self.db);
-        let mut iter = db.raw_iterator_opt(one_pass());
-        self.seek(&mut iter);
-        self.batch_from(&mut iter)
-    }
-
-    /// Every batch from one iterator.
-    fn read_each(mut self: Box<Self>, each: &mut dyn FnMut(Result<Option<RecordBatch>>) -> bool) {
-        // RocksDB counts every step of an iterator into a thread-local of this thread unless
-        // told not to (its default level counts): about 5% of the reading's instructions.
-        rocksdb::perf::set_perf_stats(rocksdb::perf::PerfStatsLevel::Disable);
-        let db = Arc::clone(&self.db);
-        let mut iter = db.raw_iterator_opt(one_pass());
-        self.seek(&mut iter);
-        hand_each(|| self.batch_from(&mut iter), each);
-    }
-}
-
-impl KvRows {
-    /// Moves `iter` to the first key not read yet.
-    fn seek(&self, iter: &mut DBRawIterator<'_>) {
-        match &self.next {
-            Next::After(last) => {
-                iter.seek(last);
-                if iter.valid() && iter.key() == Some(&last[..]) {
-                    iter.next();
-                }
-            }
-            Next::First => iter.seek_to_first(),
-            // Nothing is read from it.
-            Next::End => {}
-        }
-    }
-
-    /// The next batch from `iter`, which stands at the first key not read yet.
-    fn batch_from(&mut self, iter: &mut DBRawIterator<'_>) -> Result<Option<RecordBatch>> {
-        if matches!(self.next, Next::End) {
+        if self.ended {
             return Ok(None);
         }
         let batch = match self.decoding.direct.take() {
             Some(mut direct) => {
-                let rows = self.read_values(iter, |id, value| direct.append(id, value))?;
-                let batch = (rows > 0)
-                    .then(|| direct.finish())
-                    .transpose()
-                    .map_err(|e| self.corrupt(e.to_string()))?;
+                let rows = self.read_values(|id, value| direct.append(id, value));
+                let batch = rows.and_then(|rows| {
+                    (rows > 0)
+                        .then(|| direct.finish())
+                        .transpose()
+                        .map_err(|e| self.corrupt(e.to_string()))
+                });
                 self.decoding.direct = Some(direct);
-                batch
+                batch?
             }
             None => {
                 let mut builder = RowAppendRecordBatchBuilder::new(&self.decoding.row_type)
@@ -293,16 +247,15 @@ impl KvRows {
                         .map(drop)
                         .map_err(|e| Refused::Corrupt(e.to_string()))
                 };
-                let rows = self.read_values(iter, append)?;
+                let rows = self.read_values(append)?;
                 (rows > 0)
                     .then(|| builder.build_arrow_record_batch())
                     .transpose()
                     .map_err(|e| self.corrupt(e.to_string()))?
-                    .map(Arc::unwrap_or_clone)
+                    .map(std::sync::Arc::unwrap_or_clone)
             }
         };
         let Some(batch) = batch else {
-            self.next = Next::End;
             return Ok(None);
         };
         let batch = match &self.decoding.projection {
@@ -316,19 +269,15 @@ impl KvRows {
 }
 
 impl KvRows {
-    /// Hands the next values (at most `batch_rows`, after the last key read) to `append` with
-    /// their schema ids, in key order; returns how many.
+    /// Hands the next values (at most `batch_rows`) to `append` with their schema ids, in key
+    /// order; returns how many.
     fn read_values(
         &mut self,
-        iter: &mut DBRawIterator<'_>,
         mut append: impl FnMut(i16, &[u8]) -> std::result::Result<(), Refused>,
     ) -> Result<usize> {
         let mut rows = 0;
-        let mut last = None;
-        while rows < self.batch_rows && iter.valid() {
-            let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
-                break;
-            };
+        while rows < self.batch_rows && self.step()? {
+            let value = self.values.value();
             let Some((id, row)) = value.split_first_chunk::<SCHEMA_ID_BYTES>() else {
                 return Err(self.corrupt(format!("a value of {} bytes", value.len())));
             };
@@ -341,18 +290,6 @@ impl KvRows {
                 Refused::Corrupt(cause) => self.corrupt(cause),
             })?;
             rows += 1;
-            if rows == self.batch_rows {
-                // Where the next batch starts. A shorter batch is the last one: it ends
-                // where the iterator does.
-                last = Some(Box::from(key));
-            }
-            iter.next();
-        }
-        self.check(iter)?;
-        if !iter.valid() {
-            self.next = Next::End;
-        } else if let Some(last) = last {
-            self.next = Next::After(last);
         }
         self.read += rows as u64;
         Ok(rows)
@@ -392,48 +329,82 @@ mod tests {
         RowType::new(fields)
     }
 
-    /// A RocksDB database of `rows` rows (`id`, `name-<id>`) as Fluss writes its KV store:
-    /// each value is the schema id (little endian) and the COMPACTED row.
-    fn database(rows: i64, schema_id: i16) -> LocalCopy {
+    /// Values in memory, in the order a snapshot's files give them.
+    struct Memory {
+        values: std::vec::IntoIter<Vec<u8>>,
+        current: Vec<u8>,
+    }
+
+    impl Values for Memory {
+        fn advance(&mut self) -> std::result::Result<bool, rocks::Error> {
+            match self.values.next() {
+                Some(value) => {
+                    self.current = value;
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
+        }
+
+        fn value(&self) -> &[u8] {
+            &self.current
+        }
+    }
+
+    /// A snapshot of `rows` rows (`id`, `name-<id>`) as Fluss writes its KV store: each value
+    /// is the schema id (little endian) and the COMPACTED row.
+    fn database(rows: i64, schema_id: i16) -> Snapshot {
         database_of(rows, |_| schema_id)
     }
 
-    /// Like [`database`], row `id` written with schema `schema_of(id)` (2: `extra = id * 10`).
-    fn database_of(rows: i64, schema_of: impl Fn(i64) -> i16) -> LocalCopy {
-        let schema_id = schema_of(0) * 100 + schema_of(1) * 10 + schema_of(rows - 1);
-        let dir = std::env::temp_dir().join(format!(
-            "kv-rows-test-{}-{rows}-{schema_id}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        {
-            let mut options = Options::default();
-            options.create_if_missing(true);
-            let db = DB::open(&options, &dir).unwrap();
-            let mut old = RowEncoderFactory::create(KvFormat::COMPACTED, two_columns()).unwrap();
-            let mut new = RowEncoderFactory::create(KvFormat::COMPACTED, three_columns()).unwrap();
-            for id in 0..rows {
-                let schema_id = schema_of(id);
-                let encoder = if schema_id == 2 { &mut new } else { &mut old };
-                encoder.start_new_row().unwrap();
-                encoder.encode_field(0, Datum::from(id)).unwrap();
-                let name = format!("name-{id}");
-                encoder.encode_field(1, Datum::from(name.as_str())).unwrap();
-                if schema_id == 2 {
-                    encoder
-                        .encode_field(2, Datum::from(id as i32 * 10))
-                        .unwrap();
-                }
-                let row = encoder.finish_row().unwrap();
-                let mut value = schema_id.to_le_bytes().to_vec();
-                value.extend_from_slice(&row);
-                // Big-endian keys: RocksDB's order is the ids' order.
-                db.put(id.to_be_bytes(), value).unwrap();
-            }
-            db.flush().unwrap();
+    /// A snapshot's copy (an empty directory, removed with it) and its values.
+    struct Snapshot {
+        copy: LocalCopy,
+        values: Memory,
+    }
+
+    impl Snapshot {
+        fn open(self, layout: &Layout, key: BucketKey, batch_rows: usize) -> KvRows {
+            KvRows::over(layout, key, self.copy, Box::new(self.values), batch_rows).unwrap()
         }
-        LocalCopy::existing(dir, 0)
+    }
+
+    /// Like [`database`], row `id` written with schema `schema_of(id)` (2: `extra = id * 10`).
+    fn database_of(rows: i64, schema_of: impl Fn(i64) -> i16) -> Snapshot {
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "kv-rows-test-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut old = RowEncoderFactory::create(KvFormat::COMPACTED, two_columns()).unwrap();
+        let mut new = RowEncoderFactory::create(KvFormat::COMPACTED, three_columns()).unwrap();
+        let mut values = Vec::new();
+        for id in 0..rows {
+            let schema_id = schema_of(id);
+            let encoder = if schema_id == 2 { &mut new } else { &mut old };
+            encoder.start_new_row().unwrap();
+            encoder.encode_field(0, Datum::from(id)).unwrap();
+            let name = format!("name-{id}");
+            encoder.encode_field(1, Datum::from(name.as_str())).unwrap();
+            if schema_id == 2 {
+                encoder
+                    .encode_field(2, Datum::from(id as i32 * 10))
+                    .unwrap();
+            }
+            let row = encoder.finish_row().unwrap();
+            let mut value = schema_id.to_le_bytes().to_vec();
+            value.extend_from_slice(&row);
+            values.push(value);
+        }
+        Snapshot {
+            copy: LocalCopy::existing(dir, 0),
+            values: Memory {
+                values: values.into_iter(),
+                current: Vec::new(),
+            },
+        }
     }
 
     fn ids(rows: &mut KvRows) -> Vec<Vec<i64>> {
@@ -451,9 +422,9 @@ mod tests {
 
     #[test]
     fn rows_come_in_key_order_in_bounded_batches_and_decode_every_column() {
-        let copy = database(10, 1);
-        let dir = copy.dir().to_path_buf();
-        let mut rows = KvRows::open(&layout(None), BucketKey::bucket(0), copy, 4).unwrap();
+        let db = database(10, 1);
+        let dir = db.copy.dir().to_path_buf();
+        let mut rows = db.open(&layout(None), BucketKey::bucket(0), 4);
         let first = rows.next_batch().unwrap().unwrap();
         assert_eq!(first.num_rows(), 4);
         let names = first
@@ -490,13 +461,11 @@ mod tests {
     #[test]
     fn one_iterator_for_every_batch_hands_over_what_batch_by_batch_reads_do() {
         let each = |skip, stop_after| {
-            let copy = database(10, 1);
-            let mut rows = KvRows::open(&layout(None), BucketKey::bucket(0), copy, 3).unwrap();
+            let mut rows = database(10, 1).open(&layout(None), BucketKey::bucket(0), 3);
             rows.skip(skip).unwrap();
             ids_each(rows, stop_after)
         };
-        let copy = database(10, 1);
-        let mut rows = KvRows::open(&layout(None), BucketKey::bucket(0), copy, 3).unwrap();
+        let mut rows = database(10, 1).open(&layout(None), BucketKey::bucket(0), 3);
         rows.skip(2).unwrap();
         let by_batch = ids(&mut rows);
         drop(rows);
@@ -511,8 +480,7 @@ mod tests {
 
     #[test]
     fn skipping_goes_on_after_the_rows_handed_over_and_projection_keeps_the_read_columns() {
-        let copy = database(10, 1);
-        let mut rows = KvRows::open(&layout(Some(vec![1])), BucketKey::bucket(0), copy, 4).unwrap();
+        let mut rows = database(10, 1).open(&layout(Some(vec![1])), BucketKey::bucket(0), 4);
         assert_eq!(rows.skip(6).unwrap(), 6);
         let batch = rows.next_batch().unwrap().unwrap();
         assert_eq!(batch.num_columns(), 1, "only the projected column");
@@ -524,8 +492,7 @@ mod tests {
         assert_eq!(names.value(0), "name-6");
         assert_eq!(batch.num_rows(), 4);
         assert!(rows.next_batch().unwrap().is_none());
-        let copy = database(3, 1);
-        let mut rows = KvRows::open(&layout(None), BucketKey::bucket(0), copy, 4).unwrap();
+        let mut rows = database(3, 1).open(&layout(None), BucketKey::bucket(0), 4);
         assert_eq!(
             rows.skip(5).unwrap(),
             3,
@@ -543,8 +510,11 @@ mod tests {
             versions: versions.clone(),
             ..layout(None)
         };
-        let copy = database_of(6, |id| if id % 2 == 0 { 1 } else { 2 });
-        let mut rows = KvRows::open(&newest, BucketKey::bucket(0), copy, 4).unwrap();
+        let mut rows = database_of(6, |id| if id % 2 == 0 { 1 } else { 2 }).open(
+            &newest,
+            BucketKey::bucket(0),
+            4,
+        );
         let mut extra = Vec::new();
         while let Some(batch) = rows.next_batch().unwrap() {
             assert_eq!(batch.num_columns(), 3);
@@ -566,8 +536,8 @@ mod tests {
             projection: Some(vec![1, 0]),
             ..layout(None)
         };
-        let copy = database_of(3, |id| if id == 1 { 2 } else { 1 });
-        let mut rows = KvRows::open(&pinned, BucketKey::bucket(0), copy, 4).unwrap();
+        let mut rows =
+            database_of(3, |id| if id == 1 { 2 } else { 1 }).open(&pinned, BucketKey::bucket(0), 4);
         let batch = rows.next_batch().unwrap().unwrap();
         assert_eq!(batch.num_columns(), 2);
         let names = batch
@@ -583,8 +553,7 @@ mod tests {
 
     #[test]
     fn a_value_of_another_schema_is_refused_with_its_schema_id() {
-        let copy = database(2, 7);
-        let mut rows = KvRows::open(&layout(None), BucketKey::bucket(3), copy, 4).unwrap();
+        let mut rows = database(2, 7).open(&layout(None), BucketKey::bucket(3), 4);
         let error = rows.next_batch().unwrap_err();
         assert!(
             matches!(

@@ -1,4 +1,4 @@
-//! `FlussSource`: the [`Source`] the runtime drives. It wires the modules together: open
+//! `FlussSource`: the source the runtime drives (through [`crate::sdk`]). It wires the modules together: open
 //! checks (connect), positions (state), reading (scan), message building (encode).
 //!
 //! Each concern owns its state, in a file of its own, and is handed the other pieces it
@@ -15,7 +15,7 @@
 //! positions; `Nack` rebuilds the scanner at the committed positions, so the same rows come
 //! again (a plain re-seek can race an in-flight fetch in fluss-rs and skip rows).
 //!
-//! In JSON mode the source polls ahead ([`Source::poll_ahead`]): the SDK builds the next batch
+//! In JSON mode the source polls ahead ([`FlussSource::poll_ahead`]): an SDK that can builds the next batch
 //! while the runtime decodes and sends the previous one, so encoding and the runtime's work
 //! overlap on two cores. Each answered batch therefore has its own staged positions ([`Progress`]); a
 //! Nack drops them all, including those of the batch prepared behind it.
@@ -23,7 +23,6 @@
 use std::time::{Duration, Instant};
 
 use fluss::record::ScanRecord;
-use iggy_connector_sdk::{ConnectorState, ProducedMessages, Source, SourceBatchResult};
 
 use crate::client::connect;
 use crate::client::discovery;
@@ -38,6 +37,7 @@ use crate::error::{Error, Fault, Result};
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
 use crate::position::{BucketKey, Offsets, Position, Positions};
+use crate::sdk::{ConnectorState, ProducedMessages, SourceBatchResult};
 use crate::source::bounded::BoundedRead;
 use crate::source::queue::Buckets;
 use crate::source::recovery::{Scan, RETRY_PAUSE};
@@ -76,14 +76,18 @@ pub struct FlussSource {
     snapshots: Snapshots,
 }
 
-impl Source for FlussSource {
-    type Error = Error;
-
-    fn log_prefix(id: u32, config_json: &str) -> String {
+impl FlussSource {
+    /// What every line about instance `id` starts with: `fluss[<id> <db.table>]`, from a
+    /// configuration that may be anything (the table is left out when it cannot be read).
+    pub fn log_prefix(id: u32, config_json: &str) -> String {
         telemetry::prefix(id, crate::config::named_table(config_json).as_deref())
     }
 
-    async fn open(id: u32, config_json: &str, state: Option<ConnectorState>) -> Result<Self> {
+    /// Opens instance `id`: parses and checks `config_json` (the connector file's
+    /// `[plugin_config]` as JSON), decodes `state` (what the runtime saved after the last
+    /// acknowledged batch), connects, resolves the table and positions the reading. An error
+    /// is the one line the runtime logs.
+    pub async fn open(id: u32, config_json: &str, state: Option<ConnectorState>) -> Result<Self> {
         let config = Config::parse(config_json)?;
         // Corrupt state fails before any network work, so the error is immediate.
         let saved = state.as_ref().map(SavedState::decode).transpose()?;
@@ -174,7 +178,8 @@ impl Source for FlussSource {
         })
     }
 
-    async fn poll(&mut self) -> Result<ProducedMessages> {
+    /// The next batch (possibly empty) with its staged state; see the module's "Delivery".
+    pub async fn poll(&mut self) -> Result<ProducedMessages> {
         let produced = self.produce().await;
         if produced.is_err() {
             self.telemetry.metrics.error(ErrorKind::Fatal);
@@ -188,14 +193,15 @@ impl Source for FlussSource {
     /// Not uncompressed Arrow IPC: its batches are a few large messages, cheap to encode and
     /// decode, so a second batch of them in memory only costs page faults and peak RSS.
     /// Measured in the stand-in runner (BENCHMARKS.md, "Through the stand-in runner").
-    fn poll_ahead(&self) -> bool {
+    pub fn poll_ahead(&self) -> bool {
         match self.config.payload_format {
             PayloadFormat::Json => true,
             PayloadFormat::ArrowIpc => self.config.arrow_ipc_compression != IpcCompression::None,
         }
     }
 
-    async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {
+    /// Commits (Ack) or rolls back (Nack) what the oldest unanswered batch staged.
+    pub async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<()> {
         match result {
             SourceBatchResult::Ack => {
                 self.bounded.acknowledged();
@@ -216,7 +222,8 @@ impl Source for FlussSource {
         }
     }
 
-    async fn close(&mut self) -> Result<()> {
+    /// Gives back what the instance holds; called once, after polling stopped.
+    pub async fn close(&mut self) -> Result<()> {
         // Also the snapshots being handed over: their local copies are removed. Their lease
         // stays, so a restart goes on with the same snapshots (or it expires).
         self.buckets.clear_all();
@@ -229,10 +236,8 @@ impl Source for FlussSource {
         self.telemetry.metrics = Metrics::off();
         Ok(())
     }
-}
 
-impl FlussSource {
-    /// One batch: the body of [`Source::poll`].
+    /// One batch: the body of [`FlussSource::poll`].
     async fn produce(&mut self) -> Result<ProducedMessages> {
         self.maintain().await?;
         if self.bounded.bound().finished(self.progress.current()) {

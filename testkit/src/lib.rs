@@ -12,6 +12,8 @@
 //! - [`mod@write`] appends, upserts and deletes rows; [`read`] scans a log back.
 //! - [`runtime`]: the shared Tokio runtime of a test binary, and [`runtime::on_own_runtime`]
 //!   for blocking waits; [`plugin_path`] finds the built plugin library.
+//! - [`kv_files`]: RocksDB checkpoints written by the RocksDB of Fluss's tablet servers.
+//! - [`seed`]: the generator of randomised tests, its seed printed and taken from the environment.
 //! - [`s3`]: a local S3 server for clusters whose remote storage is an object store.
 //! - [`python`]: the suites' Python (a virtual environment with pyarrow, the Iggy client, moto).
 //! - [`metrics`] scrapes the plugin's Prometheus endpoint and parses the samples.
@@ -24,12 +26,14 @@
 pub mod all_types;
 mod cluster;
 pub mod iggy;
+pub mod kv_files;
 pub mod metrics;
 mod poll;
 pub mod python;
 pub mod read;
 pub mod runtime;
 pub mod s3;
+pub mod seed;
 pub mod tables;
 pub mod write;
 

@@ -13,6 +13,7 @@ mod failover;
 mod faults;
 mod filters;
 mod fixture;
+mod kv_files;
 mod log_lines;
 mod log_tables;
 mod metrics;

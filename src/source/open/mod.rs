@@ -6,7 +6,7 @@
 
 pub mod runtime_json;
 
-use iggy_connector_sdk::Schema;
+use crate::sdk::Schema;
 
 use crate::client::discovery::PartitionNames;
 use crate::client::offsets;

@@ -101,6 +101,14 @@ macro_rules! fixed_width_headers {
                     Self::$from(value)
                 }
             }
+
+            impl TryFrom<&HeaderField> for $ty {
+                type Error = Error;
+
+                fn try_from(field: &HeaderField) -> Result<Self, Error> {
+                    field.$as()
+                }
+            }
         )*
     };
 }
@@ -248,6 +256,15 @@ impl HeaderField {
     }
 }
 
+/// A `String` header, as upstream's header types convert text.
+impl TryFrom<&str> for HeaderField {
+    type Error = Error;
+
+    fn try_from(value: &str) -> Result<Self, Error> {
+        Self::from_str(value)
+    }
+}
+
 fn check_len(kind: HeaderKind, len: usize) -> Result<(), Error> {
     ensure!(
         (1..=MAX_HEADER_LEN).contains(&len),
@@ -352,6 +369,12 @@ mod tests {
             &[0, 255]
         );
         assert_eq!(HeaderValue::from(5_i64).as_i64().unwrap(), 5);
+        assert_eq!(i64::try_from(&HeaderValue::from(6_i64)).unwrap(), 6);
+        assert!(i32::try_from(&HeaderValue::from(6_i64)).is_err());
+        assert_eq!(
+            HeaderKey::try_from("fluss_table").unwrap(),
+            HeaderKey::new("fluss_table").unwrap()
+        );
     }
 
     #[test]

@@ -1,0 +1,50 @@
+//! The binding to the connector SDK: the one file that names `iggy_connector_sdk`. The other
+//! modules take the SDK's message types from here and [`FlussSource`] exposes plain methods;
+//! this file makes it the SDK's `Source` and exports the runtime's C ABI.
+//!
+//! This build binds to the source half of the SDK in this repository (`sdk/`), which polls the
+//! next batch while the runtime sends the previous one where [`FlussSource::poll_ahead`] says it
+//! pays. Inside apache/iggy the same modules bind to that workspace's `iggy_connector_sdk`
+//! through the `sdk.rs` of `upstream/` (`scripts/upstream.sh`).
+
+pub use iggy_connector_sdk::{
+    ConnectorState, HeaderKey, HeaderValue, ProducedMessage, ProducedMessages, Schema,
+    SourceBatchResult,
+};
+
+use crate::error::Error;
+use crate::source::FlussSource;
+
+impl iggy_connector_sdk::Source for FlussSource {
+    type Error = Error;
+
+    fn log_prefix(id: u32, config_json: &str) -> String {
+        FlussSource::log_prefix(id, config_json)
+    }
+
+    async fn open(
+        id: u32,
+        config_json: &str,
+        state: Option<ConnectorState>,
+    ) -> Result<Self, Error> {
+        FlussSource::open(id, config_json, state).await
+    }
+
+    async fn poll(&mut self) -> Result<ProducedMessages, Error> {
+        FlussSource::poll(self).await
+    }
+
+    fn poll_ahead(&self) -> bool {
+        FlussSource::poll_ahead(self)
+    }
+
+    async fn on_batch_result(&mut self, result: SourceBatchResult) -> Result<(), Error> {
+        FlussSource::on_batch_result(self, result).await
+    }
+
+    async fn close(&mut self) -> Result<(), Error> {
+        FlussSource::close(self).await
+    }
+}
+
+iggy_connector_sdk::source_connector!(FlussSource);
