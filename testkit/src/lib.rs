@@ -17,6 +17,7 @@
 //! - [`metrics`] scrapes the plugin's Prometheus endpoint and parses the samples.
 //! - [`poll_until`] retries a probe until it succeeds or panics with the last
 //!   error, instead of fixed sleeps.
+//! - [`orphans`]: the test process adopts and reaps what its shell scripts leave running.
 //!
 //! Each function here panics on failure with a message that says what to
 //! look at: this crate is only used by tests.
@@ -25,6 +26,7 @@ pub mod all_types;
 mod cluster;
 pub mod iggy;
 pub mod metrics;
+pub mod orphans;
 mod poll;
 pub mod python;
 pub mod read;

@@ -113,8 +113,8 @@ fn no_user_file_holds_lab_notes() {
         if path.ends_with("BENCHMARKS.md") {
             continue; // the measurements' machine and load are its job
         }
-        let text = crate::folded(&std::fs::read_to_string(&path).expect("a text file"))
-            .to_lowercase();
+        let text =
+            crate::folded(&std::fs::read_to_string(&path).expect("a text file")).to_lowercase();
         for phrase in LAB_NOTES {
             assert!(
                 !text.contains(phrase),

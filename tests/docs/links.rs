@@ -224,10 +224,7 @@ fn named_sections(text: &str) -> Vec<(String, String)> {
         };
         let punct = after.trim_start_matches([',', ':']);
         let spaced = punct.trim_start();
-        let quoted = spaced
-            .strip_prefix('(')
-            .unwrap_or(spaced)
-            .strip_prefix('"');
+        let quoted = spaced.strip_prefix('(').unwrap_or(spaced).strip_prefix('"');
         if spaced.len() < punct.len() {
             if let Some(heading) = quoted.and_then(|q| q.split('"').next()) {
                 if heading.len() <= 80 {

@@ -97,7 +97,9 @@ fn events(stamp: &BucketStamp, records: &[ScanRecord]) -> Vec<(String, Value)> {
 fn event_fields(text: &str, value: &Value) -> Vec<String> {
     let mut names: Vec<(usize, String)> = Vec::new();
     for (key, inner) in value.as_object().expect("an object") {
-        let at = text.find(&format!("\"{key}\":")).expect("the key in the text");
+        let at = text
+            .find(&format!("\"{key}\":"))
+            .expect("the key in the text");
         if key == "source" {
             for inner_key in inner.as_object().expect("source is an object").keys() {
                 let inner_at = text[at..]
@@ -204,9 +206,7 @@ fn the_debezium_table_names_every_field_the_encoder_writes() {
 fn table_types(label: &str) -> Vec<(DataType, Vec<(&'static str, String)>)> {
     let plain = |t: DataType| vec![(t, Vec::new())];
     let precisions = |lo: u32, hi: u32, make: fn(u32) -> DataType| {
-        (lo..=hi)
-            .map(|p| (make(p), Vec::new()))
-            .collect::<Vec<_>>()
+        (lo..=hi).map(|p| (make(p), Vec::new())).collect::<Vec<_>>()
     };
     match label {
         "BOOLEAN" => plain(DataTypes::boolean()),
@@ -359,8 +359,24 @@ fn the_arrow_table_is_the_mapping_of_every_payload() {
         }
     }
     let covered = [
-        "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "STRING", "DECIMAL",
-        "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ", "BYTES", "BINARY", "ARRAY", "MAP", "ROW",
+        "BOOLEAN",
+        "TINYINT",
+        "SMALLINT",
+        "INT",
+        "BIGINT",
+        "FLOAT",
+        "DOUBLE",
+        "STRING",
+        "DECIMAL",
+        "DATE",
+        "TIME",
+        "TIMESTAMP",
+        "TIMESTAMP_LTZ",
+        "BYTES",
+        "BINARY",
+        "ARRAY",
+        "MAP",
+        "ROW",
     ];
     for kind in covered {
         assert!(

@@ -22,7 +22,10 @@ fn the_readme_answers_a_newcomers_questions_within_150_lines() {
             "Iggy 0.9.0 (2026-09-18) and 0.10.0 (2026-11-07",
             "the Iggy releases, untested",
         ),
-        ("(docs/install.md#the-iggy-runtime)", "where to get the runtime"),
+        (
+            "(docs/install.md#the-iggy-runtime)",
+            "where to get the runtime",
+        ),
         ("scripts/quickstart.sh", "the command to run"),
         ("```toml\n# A Fluss log table", "a log-table connector file"),
         (
@@ -296,7 +299,10 @@ fn installing_says_how_to_get_the_iggy_runtime() {
         "-p iggy_connector_fluss_source -p iggy-connectors -p server -p iggy-cli",
         "(#building-inside-apacheiggy)",
     ] {
-        assert!(runtime.contains(needle), "\"The Iggy runtime\" shows {needle}");
+        assert!(
+            runtime.contains(needle),
+            "\"The Iggy runtime\" shows {needle}"
+        );
     }
     let readme = read("README.md");
     for heading in ["## Compatibility", "## Deploying into `iggy-connectors`"] {
@@ -345,7 +351,10 @@ fn every_rustup_line_installs_without_questions_and_loads_cargo() {
             }
         }
     }
-    assert!(seen >= 2, "the README and Installing install Rust: {seen} lines");
+    assert!(
+        seen >= 2,
+        "the README and Installing install Rust: {seen} lines"
+    );
 }
 
 /// The packages of an `apt-get install -y …` line of a block.
@@ -410,7 +419,10 @@ fn the_quickstart_prerequisites_are_the_ones_installing_lists() {
     );
     let testing = folded(section(&readme, "## Testing"));
     for needle in ["cargo install --locked cargo-sort", "python3-venv"] {
-        assert!(testing.contains(needle), "the README's Testing names {needle}");
+        assert!(
+            testing.contains(needle),
+            "the README's Testing names {needle}"
+        );
     }
     assert!(
         read("scripts/test.sh").contains("cargo sort --workspace --check"),

@@ -207,7 +207,9 @@ fn snapshot_dirs_room_is_one_rule() {
         "config.toml, configuration.md and delivery.md state the room: {found:?}"
     );
     assert!(
-        found.iter().all(|(_, bytes)| *bytes == found[0].1 && !bytes.is_empty()),
+        found
+            .iter()
+            .all(|(_, bytes)| *bytes == found[0].1 && !bytes.is_empty()),
         "one number of bytes beyond the two largest buckets' files: {found:?}"
     );
 }

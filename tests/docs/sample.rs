@@ -109,7 +109,11 @@ fn field(line: &str, path: &[&str]) -> Value {
 #[test]
 fn the_readme_sample_output_is_what_the_code_produces() {
     let sample = readme_sample();
-    assert_eq!(sample.len(), 2, "a demo.orders line and a demo.customers line");
+    assert_eq!(
+        sample.len(),
+        2,
+        "a demo.orders line and a demo.customers line"
+    );
 
     // demo.orders, table id 0: a log row with `include_metadata = true` (the quickstart's).
     let stamp = Stamper::new(0, "demo.orders", HeaderSet::ALL)
