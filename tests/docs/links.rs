@@ -244,7 +244,11 @@ fn named_sections(text: &str) -> Vec<(String, String)> {
 fn every_section_named_outside_the_docs_exists() {
     let mut checked = 0;
     let mut problems = Vec::new();
+    let own = root().join("tests/docs/links.rs");
     for path in files_naming_sections() {
+        if path == own {
+            continue; // its examples name sections that do not exist
+        }
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
