@@ -1,8 +1,8 @@
 //! Throughput where users run the plugin: a real `iggy-server` and the `iggy-connectors`
 //! runtime loading the release build of the plugin, against a real local Fluss cluster.
 //!
-//! Over 500 lines: one binary sets up each shape's server, runtime and connector files, its
-//! ceiling run and the figures, which only make sense side by side.
+//! One file: each shape's server, runtime and connector files, its ceiling run and the figures
+//! only make sense side by side.
 //!
 //! Each shape runs in a fresh server and runtime of its own, then its ceiling: the SDK's test
 //! source (`sdk/test_source`) emitting as many messages of the same payload (a real message's

@@ -3,8 +3,8 @@
 //! a local Fluss cluster: what many partitions, an idle table of thousands of buckets and many
 //! connectors in one runtime cost, each as a ratio to its small counterpart in the same run.
 //!
-//! Over 500 lines: one binary sets up the tables of every phase, runs them and prints their
-//! figures side by side; the phases share the tables and the cluster.
+//! One file: the phases share the tables and the cluster, and their figures are printed side by
+//! side.
 //!
 //! Phases (`SCALE_PHASES`, a comma list; default all, in this order):
 //! - `log`: the same `SCALE_ROWS` rows (the 10 mixed columns of the other benches, `qty = id %

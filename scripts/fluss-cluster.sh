@@ -418,11 +418,12 @@ tablet_index() {
 # ---------------------------------------------------------------- commands
 
 start() {
-  local dir="" tablets=1 sasl=0 owner="" i
+  local dir="" tablets=1 sasl=0 owner="" coordinator_port="" i
   local -a extra=()
   while (($#)); do
     case $1 in
       --tablets) tablets=${2:?--tablets needs a number}; shift 2 ;;
+      --coordinator-port) coordinator_port=${2:?--coordinator-port needs a port}; shift 2 ;;
       --sasl) sasl=1; shift ;;
       --owner-pid) owner=${2:?--owner-pid needs a pid}; shift 2 ;;
       --conf)
@@ -432,8 +433,14 @@ start() {
       *) [[ -z $dir ]] || die "start takes one DIR, got '$dir' and '$1'"; dir=$1; shift ;;
     esac
   done
-  [[ -n $dir ]] || die "usage: start DIR [--tablets N] [--sasl] [--owner-pid PID] [--conf key=value ...]"
+  [[ -n $dir ]] || die "usage: start DIR [--tablets N] [--sasl] [--owner-pid PID] [--coordinator-port PORT] [--conf key=value ...]"
   [[ $tablets =~ ^[1-9][0-9]*$ ]] || die "--tablets must be a positive number, got '$tablets'"
+  if [[ -n $coordinator_port ]]; then
+    [[ $coordinator_port =~ ^[1-9][0-9]*$ ]] && ((coordinator_port < 65536)) ||
+      die "--coordinator-port must be a port number, got '$coordinator_port'"
+    ! port_open "$coordinator_port" ||
+      die "127.0.0.1:$coordinator_port is in use; stop what listens there or choose another --coordinator-port"
+  fi
   if [[ -n $owner ]]; then
     [[ $owner =~ ^[0-9]+$ && -r /proc/$owner/stat ]] || die "--owner-pid $owner is not a running process"
   fi
@@ -452,7 +459,13 @@ start() {
 
   local name
   for name in zookeeper coordinator $(seq -f 'tablet-%g' 0 $((tablets - 1))); do
-    free_port "$dir" >"$dir/ports/$name"
+    if [[ $name == coordinator && -n $coordinator_port ]]; then
+      reserve_port "$dir" "$coordinator_port" ||
+        die "127.0.0.1:$coordinator_port is reserved by another cluster ($PORT_REGISTRY/$coordinator_port)"
+      echo "$coordinator_port" >"$dir/ports/$name"
+    else
+      free_port "$dir" >"$dir/ports/$name"
+    fi
     if ((sasl)) && [[ $name != zookeeper ]]; then free_port "$dir" >"$dir/ports/$name-sasl"; fi
   done
   echo "127.0.0.1:$(port_of "$dir" coordinator)" >"$dir/bootstrap"
@@ -589,9 +602,10 @@ usage: fluss-cluster.sh COMMAND ...
   fetch                         download Fluss 0.9.1 + log4j jars into $FLUSS_CACHE_DIR
   server-jar                    fetch, then print the path of fluss-server's jar (it holds the
                                 RocksDB the tablet servers run; the testkit writes checkpoints with it)
-  start DIR [--tablets N] [--sasl] [--owner-pid PID] [--conf key=value ...]
+  start DIR [--tablets N] [--sasl] [--owner-pid PID] [--coordinator-port PORT] [--conf key=value ...]
                                 start ZooKeeper, a coordinator and N tablet servers in a fresh DIR;
-                                prints the bootstrap address (host:port) as the last stdout line
+                                prints the bootstrap address (host:port) as the last stdout line;
+                                the coordinator on 127.0.0.1:PORT (else a free port)
   stop DIR [--keep]             stop every process of the cluster, then remove DIR (unless --keep)
   stop-tablet DIR I             stop tablet server I gracefully (TERM)
   kill-tablet DIR I             kill tablet server I (kill -9)

@@ -11,8 +11,8 @@ if [ -z "${IGGY_BIN_DIR:-}" ] || [ ! -x "$IGGY_BIN_DIR/iggy-server" ] ||
   [ ! -x "$IGGY_BIN_DIR/iggy-connectors" ] || [ ! -x "$IGGY_BIN_DIR/iggy" ]; then
   cat >&2 <<'HOWTO'
 IGGY_BIN_DIR must name a directory holding iggy-server, iggy-connectors and iggy, built from
-apache/iggy at commit cc269ef (see CONTRIBUTING.md, "The Iggy binaries", for the commands), or
-unpacked from a prebuilt archive of them:
+apache/iggy at commit cc269ef (see docs/install.md, "The Iggy runtime", for the commands), or
+unpacked from an archive of them (CONTRIBUTING.md, "The Iggy binaries"):
   export IGGY_BIN_DIR=$(mktemp -d) && tar xJf iggy-cc269ef-linux-x86_64.tar.xz -C "$IGGY_BIN_DIR"
 iggy-server also needs libhwloc.so.15 and libudev.so.1 (Debian: apt-get install -y libhwloc15 libudev1).
 HOWTO

@@ -25,7 +25,7 @@ RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -A rustdoc::private_intra_doc_l
 scripts/python-venv.sh >/dev/null
 
 # A log tiered to S3 (tests/it/object_store.rs) is read by fluss-rs's own downloader, which
-# takes the region from the environment only (README "Limitations"): the test store's region.
+# takes the region from the environment only (docs/operations.md "Limitations"): the test store's region.
 export AWS_REGION=${AWS_REGION:-us-east-1}
 
 # Within a lane one test at a time: several tests start clusters of their own, and on a 2-core

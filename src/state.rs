@@ -8,8 +8,7 @@
 //! marker (see [`marker`]), so a restart takes that bucket's snapshot again. The record's
 //! layout is fixed: positions are converted to and from it here and nowhere else.
 //!
-//! Over 500 lines because its tests (about 300 lines: every older record shape and the saved
-//! fixture bytes) sit next to it.
+//! Its tests (every older record shape and the saved fixture bytes) sit next to it, in this file.
 
 use crate::sdk::ConnectorState;
 use fluss::{BucketId, PartitionId, TableId};

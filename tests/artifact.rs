@@ -185,3 +185,36 @@ fn the_artifact_needs_the_glibc_the_docs_name() {
         );
     }
 }
+
+/// The archive's connector files work as shipped: each names the plugin by the file name of the
+/// library beside it (which a deployment puts next to `iggy-connectors`, where the runtime
+/// finds it from any working directory), and the plugin accepts its `[plugin_config]`.
+#[test]
+fn the_archives_connector_files_name_its_library() {
+    let lib = artifact();
+    let dir = lib.parent().expect("the archive's directory");
+    let name = lib
+        .file_stem()
+        .expect("the library's file name")
+        .to_string_lossy()
+        .into_owned();
+    let mut files = vec![dir.join("config.toml")];
+    for entry in std::fs::read_dir(dir.join("example_config/connectors")).expect("examples") {
+        files.push(entry.expect("entry").path());
+    }
+    files.retain(|p| p.extension().is_some_and(|e| e == "toml"));
+    assert!(files.len() >= 4, "{files:?}");
+    for path in &files {
+        let file = fluss_source_runner::ConnectorFile::load(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            file.path,
+            name,
+            "{}: `path` is the library's file name without `.so`",
+            path.display()
+        );
+        let config = file.plugin_config_json(std::iter::empty());
+        iggy_connector_fluss_source::config::Config::parse(&config)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}

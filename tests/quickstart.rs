@@ -332,15 +332,48 @@ fn check_id(id: u128, bucket: i64, offset: i64) {
     assert_eq!(id & ((1 << 56) - 1), offset as u128, "id {id:#x}: offset");
 }
 
-/// Runner lines: `{"batch":…,"id":"…","headers":{…},"schema":"json","payload":{…}}`.
+/// The header names of the README's sample line of `table` (`demo.orders`, `demo.customers`).
+fn readme_sample_headers(table: &str) -> BTreeSet<String> {
+    let readme = std::fs::read_to_string(WORKSPACE.clone.join("README.md")).expect("README.md");
+    let line = readme
+        .lines()
+        .find(|l| {
+            l.starts_with("{\"batch\":") && l.contains(&format!("\"fluss_table\":\"{table}\""))
+        })
+        .unwrap_or_else(|| panic!("the README shows a sample line of {table}"));
+    let message: Value = serde_json::from_str(line).expect("the sample line is JSON");
+    object_keys(&message["headers"])
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Runner lines: `{"batch":…,"id":"…","headers":{…},"schema":"json","payload":{…}}`, each with
+/// the headers of the README's sample line of its table.
 fn check_runner_lines(stdout: &str) -> (usize, usize) {
     let (mut orders, mut customers) = (0, 0);
+    let sample_headers = [
+        ("demo.orders", readme_sample_headers("demo.orders")),
+        ("demo.customers", readme_sample_headers("demo.customers")),
+    ];
     for line in stdout.lines() {
         let message: Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("each stdout line is one JSON message ({e}): {line}"));
         assert_key_order(line, &["batch", "id", "headers", "schema", "payload"]);
         assert_eq!(message["schema"], "json", "{line}");
         let headers = &message["headers"];
+        let names: BTreeSet<String> = object_keys(headers)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        for (table, expected) in &sample_headers {
+            if headers["fluss_table"] == *table {
+                assert_eq!(
+                    &names, expected,
+                    "the headers of {table}'s messages are the README sample's: {line}"
+                );
+            }
+        }
         let id: u128 = message["id"]
             .as_str()
             .and_then(|id| id.parse().ok())
@@ -632,7 +665,8 @@ fn the_readme_release_build_produces_the_library_with_its_five_symbols(library: 
 const ROWS: i64 = 30;
 
 /// The runner command as the README writes it, from the clone's root: `config.toml` names
-/// `target/release/libiggy_connector_fluss_source` and the table fluss.orders; the cluster
+/// the plugin by file name (found beside the runner in `target/release/`) and the table
+/// fluss.orders; the cluster
 /// address and a small batch size come from the documented environment overrides.
 fn readme_runner(bootstrap: &str, options: &[&str]) -> Run {
     let mut command = clean_command("target/release/fluss-source-runner");
@@ -779,7 +813,7 @@ fn the_readme_commands_work_in_a_fresh_clone() {
     quickstart_again_with_a_relative_target_dir_and_through_iggy_when_iggy_bin_dir_is_set();
     let library = release_build();
     the_readme_release_build_produces_the_library_with_its_five_symbols(&library);
-    // After the release build: config.toml's `path` names target/release.
+    // After the release build: config.toml's `path` finds the library beside the runner.
     the_readme_runner_command_with_every_option();
     eprintln!("the README commands took {:?} in all", started.elapsed());
 }

@@ -37,8 +37,7 @@
 //! drops a row it has not seen. Two snapshots of a bucket share ids only if their offsets
 //! differ by a multiple of 2^24.
 //!
-//! Over 500 lines because the tests of the id layout and of every header (about 180 lines)
-//! sit next to it.
+//! The tests of the id layout and of every header sit next to it, in this file.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};

@@ -14,9 +14,8 @@
 //! Literals keep their text: their type comes from the column they are compared with, which
 //! only [`super::check`] knows. Every error carries the 1-based character column it points at.
 //!
-//! Over 500 lines of code: the tokenizer and the parser share one position type and one error
-//! style, and splitting them would only move the grammar away from the code that follows it;
-//! its tests (about 210 lines) sit next to it.
+//! The tokenizer and the parser share one position type and one error style, so they stay in one
+//! file, the grammar next to the code that follows it; its tests sit next to them.
 
 use super::FilterError;
 

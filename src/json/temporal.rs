@@ -11,7 +11,7 @@
 //! four digits before year 0 (`-0001-12-31`), i.e. ISO 8601's expanded years, proleptic
 //! Gregorian throughout.
 //!
-//! Over 500 lines because the tests of the calendar arithmetic (about 300 lines) sit next to it.
+//! The tests of the calendar arithmetic sit next to it, in this file.
 
 use super::digits::{decimal_len, put_block, two_digits, write_digits, write_i64};
 use super::ValueEncoder;

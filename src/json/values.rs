@@ -3,7 +3,7 @@
 //! Each holds borrowed slices of its array's buffers, so encoding a value is an index, a
 //! format into a stack buffer and one copy into the payload.
 //!
-//! Over 500 lines because the tests of every encoder (about 290 lines) sit next to it.
+//! The tests of every encoder sit next to it, in this file.
 
 use arrow_array::types::ArrowPrimitiveType;
 use arrow_array::{

@@ -1,9 +1,9 @@
 //! The cluster handle: start through `scripts/fluss-cluster.sh`, wait until
 //! Fluss really serves, control single servers, stop by process id.
 //!
-//! Over 500 lines of code: starting, the readiness checks, the control of single servers and
-//! stopping all work on the same handle and its process ids; the replicated cluster's extras
-//! are in [`replicas`].
+//! Starting, the readiness checks, the control of single servers and stopping work on one handle
+//! and its process ids, so they stay in one file; the replicated cluster's extras are in
+//! [`replicas`].
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

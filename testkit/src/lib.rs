@@ -19,6 +19,7 @@
 //! - [`metrics`] scrapes the plugin's Prometheus endpoint and parses the samples.
 //! - [`poll_until`] retries a probe until it succeeds or panics with the last
 //!   error, instead of fixed sleeps.
+//! - [`orphans`]: the test process adopts and reaps what its shell scripts leave running.
 //!
 //! Each function here panics on failure with a message that says what to
 //! look at: this crate is only used by tests.
@@ -28,6 +29,7 @@ mod cluster;
 pub mod iggy;
 pub mod kv_files;
 pub mod metrics;
+pub mod orphans;
 mod poll;
 pub mod python;
 pub mod read;

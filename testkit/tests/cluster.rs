@@ -384,3 +384,83 @@ async fn pk_and_partition_helpers_work() {
         .collect();
     assert_eq!(left, vec!["us".to_string()]);
 }
+
+/// `scripts/NAME` of this repository with `args`: (success, stderr).
+fn script(name: &str, args: &[&std::ffi::OsStr]) -> (bool, String) {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the repository");
+    let output = std::process::Command::new(repo.join("scripts").join(name))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run scripts/{name}: {e}"));
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// What the scripts refuse before they start anything: a coordinator port that is taken or no
+/// port, a local Fluss in a directory that is in use, `stop` of a directory that is no local
+/// Fluss (its files are left alone); `stop` of a directory that is gone is no error.
+#[test]
+fn the_cluster_scripts_refuse_taken_ports_and_used_directories() {
+    let scratch = std::env::temp_dir().join(format!("fluss-refusals-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    let cluster = scratch.join("cluster");
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = taken.local_addr().expect("its address").port().to_string();
+    let (ok, stderr) = script(
+        "fluss-cluster.sh",
+        &[
+            "start".as_ref(),
+            cluster.as_os_str(),
+            "--coordinator-port".as_ref(),
+            port.as_ref(),
+        ],
+    );
+    assert!(
+        !ok && stderr.contains(&format!("127.0.0.1:{port} is in use")),
+        "{stderr}"
+    );
+    assert!(
+        !cluster.exists(),
+        "nothing was started in {}",
+        cluster.display()
+    );
+    let (ok, stderr) = script(
+        "fluss-cluster.sh",
+        &[
+            "start".as_ref(),
+            cluster.as_os_str(),
+            "--coordinator-port".as_ref(),
+            "90x".as_ref(),
+        ],
+    );
+    assert!(!ok && stderr.contains("must be a port number"), "{stderr}");
+
+    let used = scratch.join("used");
+    std::fs::create_dir_all(&used).expect("a directory in use");
+    std::fs::write(used.join("keep"), "data").expect("a file in it");
+    let (ok, stderr) = script("local-fluss.sh", &["start".as_ref(), used.as_os_str()]);
+    assert!(!ok && stderr.contains("is not empty"), "{stderr}");
+    let (ok, stderr) = script("local-fluss.sh", &["stop".as_ref(), used.as_os_str()]);
+    assert!(
+        !ok && stderr.contains("is not a local Fluss directory"),
+        "{stderr}"
+    );
+    assert!(used.join("keep").exists(), "stop left the directory alone");
+    let gone = scratch.join("gone");
+    let (ok, stderr) = script("local-fluss.sh", &["stop".as_ref(), gone.as_os_str()]);
+    assert!(ok && stderr.contains("nothing to stop"), "{stderr}");
+    let (ok, stderr) = script("local-fluss.sh", &["start".as_ref()]);
+    assert!(
+        !ok && stderr.contains("local-fluss.sh start DIR"),
+        "{stderr}"
+    );
+    drop(taken);
+    let _ = std::fs::remove_dir_all(&scratch);
+}

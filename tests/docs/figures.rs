@@ -272,3 +272,44 @@ fn the_figure_scanner_reads_ranges_and_units_and_nothing_else() {
         [(7, "r.ratio".to_owned())]
     );
 }
+
+/// The runs whose figures one line of a table shows.
+fn runs_of_row(row: &str) -> std::collections::BTreeSet<String> {
+    markers(row)
+        .into_iter()
+        .map(|(_, key)| key.split('.').next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// A table row of the user chapters shows the figures of one run, so no row compares rates of
+/// runs made under other loads (BENCHMARKS.md may set runs side by side, and says so).
+#[test]
+fn each_table_row_of_the_chapters_shows_one_run() {
+    let mut problems = Vec::new();
+    let mut rows = 0;
+    for name in user_markdown() {
+        if name == "BENCHMARKS.md" {
+            continue;
+        }
+        for line in read(&name).lines().filter(|l| l.starts_with('|')) {
+            let runs = runs_of_row(line);
+            rows += usize::from(!runs.is_empty());
+            if runs.len() > 1 {
+                problems.push(format!(
+                    "{name}: a row with figures of runs {runs:?}: {line}"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(rows >= 10, "only {rows} table rows with figures");
+}
+
+#[test]
+fn a_row_names_the_runs_of_its_figures() {
+    let row = "| a | 55 K<!-- rt-shapes.json.rows --> | 1.10x<!-- rt-json5000.ratio --> |";
+    assert_eq!(
+        runs_of_row(row),
+        ["rt-json5000", "rt-shapes"].map(str::to_owned).into()
+    );
+}

@@ -89,3 +89,129 @@ fn the_hash_scanner_finds_commits_and_leaves_the_rest() {
                 deadbeef words, 1432555 digits, 0x40000000, e2e, fluss_source, 8388608";
     assert_eq!(commit_hashes(text), ["4a8de94", "a573f05"]);
 }
+
+/// Words of lab notes: the machine and load of a measurement (BENCHMARKS.md states them, and
+/// only it), design history, and apache/iggy's source files cited as evidence.
+const LAB_NOTES: [&str; 12] = [
+    "load average",
+    "stolen by other guests",
+    "xeon",
+    "epyc",
+    "24 gib",
+    "were weighed",
+    "the build without it",
+    "core/connectors/runtime/",
+    "core/sdk/src/",
+    "core/server/src/",
+    "over 500 lines",
+    "measured:",
+];
+
+#[test]
+fn no_user_file_holds_lab_notes() {
+    for path in user_files() {
+        if path.ends_with("BENCHMARKS.md") {
+            continue; // the measurements' machine and load are its job
+        }
+        let text =
+            crate::folded(&std::fs::read_to_string(&path).expect("a text file")).to_lowercase();
+        for phrase in LAB_NOTES {
+            assert!(
+                !text.contains(phrase),
+                "{} says \"{phrase}\": user docs state what is and cite figures by key; \
+                 machines and loads go to BENCHMARKS.md, design history to CONTRIBUTING.md",
+                path.display()
+            );
+        }
+    }
+}
+
+/// The files of the examples, for the checks that hold for every user-facing file.
+fn example_files() -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![crate::root().join("examples")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("examples/") {
+            let path = entry.expect("dir entry").path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if path.is_dir() {
+                if name != "target" && name != "__pycache__" {
+                    pending.push(path);
+                }
+            } else if ["rs", "py", "toml"]
+                .iter()
+                .any(|e| path.extension().is_some_and(|x| x == *e))
+                && name != "Cargo.lock"
+            {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 5, "{files:?}");
+    files
+}
+
+#[test]
+fn no_example_file_holds_measurements() {
+    for path in example_files() {
+        let text = std::fs::read_to_string(&path)
+            .expect("a text file")
+            .to_lowercase();
+        for phrase in LAB_NOTES
+            .iter()
+            .chain(&["cpu-seconds", "this session", "workplace"])
+        {
+            assert!(
+                !text.contains(phrase),
+                "{} says \"{phrase}\": an example states what it does; its costs are in \
+                 BENCHMARKS.md",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Every Rust file of the workspace, for the checks of code comments.
+pub(crate) fn rust_files() -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending: Vec<std::path::PathBuf> = [
+        "src", "sdk", "runner", "testkit", "tests", "benches", "examples",
+    ]
+    .iter()
+    .map(|d| crate::root().join(d))
+    .collect();
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a source folder") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "target") {
+                    pending.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 50, "{} Rust files", files.len());
+    files
+}
+
+#[test]
+fn no_code_comment_explains_its_files_length() {
+    let own = crate::root().join("tests/docs/hygiene.rs");
+    for path in rust_files() {
+        if path == own {
+            continue; // the phrase is named above
+        }
+        let text = std::fs::read_to_string(&path).expect("a Rust file");
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            assert!(
+                !(lower.contains("//") && lower.contains("over 500 lines")),
+                "{}:{}: a comment states a rule or a reason, not the file's length: {line}",
+                path.display(),
+                n + 1
+            );
+        }
+    }
+}

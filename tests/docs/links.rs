@@ -135,3 +135,157 @@ fn anchors_follow_githubs_rules() {
         PathBuf::from("README.md")
     );
 }
+
+/// Files outside the docs that name a section of them in prose: code comments, scripts, the
+/// examples and the connector files.
+fn files_naming_sections() -> Vec<PathBuf> {
+    let mut files = vec![root().join("config.toml")];
+    let mut pending: Vec<PathBuf> = [
+        "src",
+        "sdk",
+        "runner",
+        "testkit",
+        "tests",
+        "benches",
+        "examples",
+        "scripts",
+        "example_config",
+    ]
+    .iter()
+    .map(|d| root().join(d))
+    .collect();
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a folder") {
+            let path = entry.expect("dir entry").path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if path.is_dir() {
+                if name != "target" && name != "__pycache__" {
+                    pending.push(path);
+                }
+            } else if ["rs", "toml", "py", "sh"]
+                .iter()
+                .any(|e| path.extension().is_some_and(|x| x == *e))
+                && name != "Cargo.lock"
+            {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// A file's text with comment markers dropped and lines joined, so a reference broken over two
+/// comment lines reads as one.
+fn prose(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let line = line.trim_start();
+            ["//!", "///", "//", "#"]
+                .iter()
+                .find_map(|marker| line.strip_prefix(marker))
+                .unwrap_or(line)
+                .trim()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `(document, heading)` of each `README "Section"`, `docs/x.md, "Section"` or
+/// `CONTRIBUTING.md "Section"` in `text`.
+fn named_sections(text: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = ["README", "CONTRIBUTING", "BENCHMARKS", "docs/"]
+        .iter()
+        .filter_map(|d| rest.find(d).map(|i| (i, *d)))
+        .min()
+    {
+        let (start, document) = at;
+        let mut after = &rest[start..];
+        let name_len = if document == "docs/" {
+            5 + after[5..]
+                .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                .unwrap_or(after.len() - 5)
+        } else {
+            document.len()
+        };
+        let mut doc = after[..name_len].to_owned();
+        after = &after[name_len..];
+        if let Some(md) = after.strip_prefix(".md") {
+            after = md;
+        } else if document == "docs/" {
+            rest = &rest[start + name_len..];
+            continue;
+        }
+        doc = if document == "docs/" {
+            format!("{doc}.md")
+        } else {
+            format!("{document}.md")
+        };
+        let punct = after.trim_start_matches([',', ':']);
+        let spaced = punct.trim_start();
+        let quoted = spaced.strip_prefix('(').unwrap_or(spaced).strip_prefix('"');
+        if spaced.len() < punct.len() {
+            if let Some(heading) = quoted.and_then(|q| q.split('"').next()) {
+                if heading.len() <= 80 {
+                    found.push((doc, heading.to_owned()));
+                }
+            }
+        }
+        rest = &rest[start + name_len..];
+    }
+    found
+}
+
+/// Sections named in code comments, scripts, examples and connector files exist: the heading
+/// itself or one it begins (`BENCHMARKS.md "At scale"` for "At scale, through the real
+/// runtime (…)").
+#[test]
+fn every_section_named_outside_the_docs_exists() {
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    let own = root().join("tests/docs/links.rs");
+    for path in files_naming_sections() {
+        if path == own {
+            continue; // its examples name sections that do not exist
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for (doc, heading) in named_sections(&prose(&text)) {
+            checked += 1;
+            let wanted = anchor(&heading);
+            let target = root().join(&doc);
+            let found = target.exists()
+                && anchors(&read(&doc))
+                    .iter()
+                    .any(|a| a == &wanted || a.starts_with(&format!("{wanted}-")));
+            if !found {
+                problems.push(format!(
+                    "{} names {doc} \"{heading}\", which has no such section",
+                    path.display()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(checked >= 20, "only {checked} named sections checked");
+}
+
+#[test]
+fn named_sections_are_found_in_prose() {
+    let text = prose(
+        "// see README \"Deploying into iggy-connectors\" and docs/operations.md, \"Sizing\";\n\
+         // (CONTRIBUTING.md, \"The Iggy binaries\") but not read(\"docs/install.md\") or\n\
+         // docs/ alone",
+    );
+    assert_eq!(
+        named_sections(&text),
+        [
+            ("README.md", "Deploying into iggy-connectors"),
+            ("docs/operations.md", "Sizing"),
+            ("CONTRIBUTING.md", "The Iggy binaries"),
+        ]
+        .map(|(d, h)| (d.to_owned(), h.to_owned()))
+    );
+}

@@ -1,13 +1,18 @@
 //! What the user docs claim, checked without a cluster: every figure against the claim it
-//! belongs to in `benches/figures.toml` (figures), links and anchors (links), the README as the
-//! front door and the secrets example (readme), the version, the CHANGELOG and the state
-//! format (release), and what no user doc may contain (hygiene).
+//! belongs to in `benches/figures.toml` (figures), links and anchors, also the sections code and
+//! examples name (links), the README as the front door, its prerequisites and the secrets
+//! example (readme), the README's sample output rebuilt by the code (sample), the reference
+//! tables of Messages against the encoders (messages), the version, the CHANGELOG, the state
+//! format and the shipped connector files (release), and what no user file may contain:
+//! history, lab notes (hygiene).
 
 mod figures;
 mod hygiene;
 mod links;
+mod messages;
 mod readme;
 mod release;
+mod sample;
 
 use std::path::{Path, PathBuf};
 

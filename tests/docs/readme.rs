@@ -16,11 +16,16 @@ fn the_readme_answers_a_newcomers_questions_within_150_lines() {
         ("streams an [Apache Fluss]", "what it does"),
         ("## Compatibility", "the compatibility table"),
         ("| Apache Fluss server | 0.9.1 |", "the Fluss server tested"),
-        (
-            "Fluss 1.0 servers are not yet tested",
-            "which Fluss is not tested",
-        ),
+        ("Fluss 1.0 is not released yet", "which Fluss is not tested"),
         ("apache/iggy commit `cc269ef`", "the Iggy commit tested"),
+        (
+            "Iggy 0.9.0 (2026-09-18) and 0.10.0 (2026-11-07",
+            "the Iggy releases, untested",
+        ),
+        (
+            "(docs/install.md#the-iggy-runtime)",
+            "where to get the runtime",
+        ),
         ("scripts/quickstart.sh", "the command to run"),
         ("```toml\n# A Fluss log table", "a log-table connector file"),
         (
@@ -35,8 +40,8 @@ fn the_readme_answers_a_newcomers_questions_within_150_lines() {
     }
     let lines = readme.lines().count();
     assert!(
-        (150..=260).contains(&lines),
-        "the README is a front door of about 200 lines, not {lines}"
+        (150..=300).contains(&lines),
+        "the README is a front door of about 250 lines, not {lines}"
     );
 }
 
@@ -90,10 +95,34 @@ fn the_readme_connector_files_are_the_shipped_examples() {
     }
 }
 
-/// The deploy steps work from any directory: no step needs the repository root, the runtime
-/// config has absolute paths, and the server is started with its credentials explained.
+/// The deploy steps' `bash` blocks, in order, without the indentation of the list they sit in.
+pub(crate) fn deploy_blocks(readme: &str) -> Vec<String> {
+    let steps = section(readme, "## Deploying into `iggy-connectors`");
+    let mut blocks = Vec::new();
+    let mut lines = steps.lines();
+    while let Some(line) = lines.next() {
+        let Some(indent) = line.strip_suffix("```bash").filter(|i| i.trim().is_empty()) else {
+            continue;
+        };
+        let mut block = String::new();
+        for line in lines.by_ref() {
+            if line.trim_start() == "```" {
+                break;
+            }
+            block.push_str(line.strip_prefix(indent).unwrap_or(line.trim_start()));
+            block.push('\n');
+        }
+        blocks.push(block);
+    }
+    blocks
+}
+
+/// The deployment needs no working directory: its runtime config has absolute paths, the
+/// server is started with its credentials explained, the connector files name the plugin by
+/// file name, and every server the steps start listens on 127.0.0.1 and is stopped by the
+/// process id the steps keep.
 #[test]
-fn the_deploy_steps_need_no_working_directory() {
+fn the_deployment_needs_no_working_directory() {
     let readme = read("README.md");
     let steps = section(&readme, "## Deploying into `iggy-connectors`");
     let flat = folded(steps);
@@ -103,11 +132,16 @@ fn the_deploy_steps_need_no_working_directory() {
         "IGGY_ROOT_PASSWORD",
         "\"$IGGY_BIN_DIR/iggy-connectors\"",
         "cp target/release/libiggy_connector_fluss_source.so \"$IGGY_BIN_DIR/\"",
+        "scripts/local-fluss.sh start \"$DEPLOY/fluss\"",
+        "scripts/local-fluss.sh stop \"$DEPLOY/fluss\"",
+        "message poll",
     ] {
         assert!(flat.contains(needle), "the deploy steps show {needle}");
     }
-    let config = code_blocks(steps, "bash")
-        .into_iter()
+    let blocks = deploy_blocks(&readme);
+    assert!(blocks.len() >= 8, "one block per step: {blocks:#?}");
+    let config = blocks
+        .iter()
         .find(|b| b.contains("[connectors]"))
         .expect("the runtime config");
     for line in config.lines().map(str::trim) {
@@ -120,6 +154,23 @@ fn the_deploy_steps_need_no_working_directory() {
                 "{line}: an absolute path, not one relative to the working directory"
             );
         }
+        if let Some(address) = line.strip_prefix("address = ") {
+            assert!(address.starts_with("\"127.0.0.1:"), "{line}: loopback only");
+        }
+    }
+    let script = blocks.concat();
+    for (started, pid_file) in [
+        ("iggy-server", "\"$DEPLOY/iggy-server.pid\""),
+        ("iggy-connectors", "\"$DEPLOY/iggy-connectors.pid\""),
+    ] {
+        assert!(
+            script.contains(&format!("echo $! >{pid_file}")),
+            "{started} is started in the background and its pid kept in {pid_file}"
+        );
+        assert!(
+            script.contains(&format!("kill \"$(cat {pid_file})\"")),
+            "the last step stops {started} by its pid"
+        );
     }
     for name in ["fluss_orders_json.toml", "fluss_customers.toml"] {
         let file = read(&format!("example_config/connectors/{name}"));
@@ -127,15 +178,20 @@ fn the_deploy_steps_need_no_working_directory() {
             file.contains("path = \"libiggy_connector_fluss_source\""),
             "{name} names the plugin by file name, found next to the runtime from any directory"
         );
+        assert!(
+            script.contains(&format!("example_config/connectors/{name}")),
+            "the steps copy {name} into the deployment"
+        );
     }
 }
 
-/// The runtime start command of the README's step 6.
+/// The runtime start of the README's step 7: the lines of its block.
 fn readme_start_command() -> String {
     let readme = read("README.md");
-    let steps = folded(section(&readme, "## Deploying into `iggy-connectors`"));
-    let at = steps.find("**Start the runtime**: `").expect("step 6") + 24;
-    steps[at..at + steps[at..].find('`').expect("closing backtick")].to_owned()
+    deploy_blocks(&readme)
+        .into_iter()
+        .find(|b| b.contains("\"$IGGY_BIN_DIR/iggy-connectors\""))
+        .expect("the step that starts the runtime")
 }
 
 /// The secrets example sets the SASL credentials of the README's log-table connector and starts
@@ -157,8 +213,12 @@ fn the_secrets_example_reaches_the_readme_connector() {
         })
         .collect();
     assert_eq!(env.len(), 2, "user and password: {env:?}");
-    let start = block.lines().last().expect("the start command");
-    assert_eq!(start, readme_start_command(), "the README's step 6");
+    let start: String = block
+        .lines()
+        .filter(|line| !line.starts_with("export "))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert_eq!(start, readme_start_command(), "the README's step 7");
 
     let path = root().join("example_config/connectors/fluss_orders_json.toml");
     let file = fluss_source_runner::ConnectorFile::load(&path).expect("the README's file");
@@ -220,16 +280,42 @@ fn no_shipped_key_captures_another_keys_environment_overrides() {
     }
 }
 
-/// The Iggy binaries: where to get them, in CONTRIBUTING.md, which the README links.
+/// The Iggy runtime: where users get it (Installing, which the README links from its
+/// compatibility table and its deploy steps) and what is known of the releases; contributors'
+/// archive of the binaries in CONTRIBUTING.md.
 #[test]
-fn contributing_says_how_to_get_the_iggy_binaries() {
-    let contributing = read("CONTRIBUTING.md");
-    let binaries = section(&contributing, "## The Iggy binaries");
+fn installing_says_how_to_get_the_iggy_runtime() {
+    let install = read("docs/install.md");
+    let runtime = folded(section(&install, "## The Iggy runtime"));
     for needle in [
         "git checkout cc269ef70ef2d78af5102f5560b5b03c9dd81401",
         "cargo build --locked --release",
         "libhwloc-dev",
         "libudev-dev",
+        "export IGGY_BIN_DIR=$PWD/target/release",
+        "Iggy 0.9.0",
+        "`apache/iggy-connect`",
+        "Iggy 0.10.0",
+        "-p iggy_connector_fluss_source -p iggy-connectors -p server -p iggy-cli",
+        "(#building-inside-apacheiggy)",
+    ] {
+        assert!(
+            runtime.contains(needle),
+            "\"The Iggy runtime\" shows {needle}"
+        );
+    }
+    let readme = read("README.md");
+    for heading in ["## Compatibility", "## Deploying into `iggy-connectors`"] {
+        assert!(
+            section(&readme, heading).contains("(docs/install.md#the-iggy-runtime)"),
+            "the README's {heading} links The Iggy runtime"
+        );
+    }
+    let contributing = read("CONTRIBUTING.md");
+    let binaries = section(&contributing, "## The Iggy binaries");
+    for needle in [
+        "(docs/install.md#the-iggy-runtime)",
+        "tar cJf iggy-cc269ef-linux-x86_64.tar.xz",
         "tar xJf ARCHIVE -C \"$IGGY_BIN_DIR\"",
     ] {
         assert!(
@@ -237,5 +323,109 @@ fn contributing_says_how_to_get_the_iggy_binaries() {
             "\"The Iggy binaries\" shows {needle}"
         );
     }
-    assert!(read("README.md").contains("(CONTRIBUTING.md#the-iggy-binaries)"));
+}
+
+/// Every rustup line a user copies installs without a question and is followed by the line
+/// that puts cargo on the shell's PATH (without it the scripts stop at "cargo is missing").
+#[test]
+fn every_rustup_line_installs_without_questions_and_loads_cargo() {
+    let mut seen = 0;
+    for name in crate::user_markdown() {
+        let text = read(&name);
+        for block in code_blocks(&text, "bash") {
+            let lines: Vec<&str> = block.lines().map(str::trim).collect();
+            for (i, line) in lines.iter().enumerate() {
+                if !line.contains("sh.rustup.rs") {
+                    continue;
+                }
+                seen += 1;
+                assert!(
+                    line.ends_with("| sh -s -- -y"),
+                    "{name}: `{line}` asks questions; end it with `| sh -s -- -y`"
+                );
+                assert_eq!(
+                    lines.get(i + 1).copied(),
+                    Some(". \"$HOME/.cargo/env\""),
+                    "{name}: the line after `{line}` loads cargo into the shell"
+                );
+            }
+        }
+    }
+    assert!(
+        seen >= 2,
+        "the README and Installing install Rust: {seen} lines"
+    );
+}
+
+/// The packages of an `apt-get install -y …` line of a block.
+fn apt_packages(block: &str) -> Vec<String> {
+    let joined = block.replace("\\\n", " ");
+    let line = joined
+        .lines()
+        .find(|l| l.contains("apt-get install -y"))
+        .unwrap_or_else(|| panic!("an apt-get line in {block}"));
+    line.split("apt-get install -y")
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The README's quickstart installs exactly what Installing says the build and the quickstart
+/// need, and names what the tests need beyond it.
+#[test]
+fn the_quickstart_prerequisites_are_the_ones_installing_lists() {
+    let readme = read("README.md");
+    let quickstart = section(&readme, "## Quickstart");
+    let block = code_blocks(quickstart, "bash")
+        .into_iter()
+        .find(|b| b.contains("apt-get install"))
+        .expect("the quickstart's prerequisites");
+    let mut readme_packages = apt_packages(block);
+    readme_packages.sort();
+    let install = read("docs/install.md");
+    let prerequisites = section(&install, "### Prerequisites");
+    let mut needed = Vec::new();
+    let mut listed = Vec::new();
+    for row in prerequisites.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let packages: Vec<String> = cells[1]
+            .split(',')
+            .map(|p| p.trim().trim_matches('`').to_owned())
+            .collect();
+        if cells[2].contains("the build") || cells[2].contains("the quickstart") {
+            needed.extend(packages.iter().cloned());
+        }
+        listed.extend(packages);
+    }
+    needed.sort();
+    assert_eq!(
+        readme_packages, needed,
+        "the README's quickstart installs what Installing's table says the build and the \
+         quickstart need, nothing more"
+    );
+    let mut install_packages = apt_packages(
+        code_blocks(prerequisites, "bash")
+            .into_iter()
+            .find(|b| b.contains("apt-get install"))
+            .expect("Installing's apt-get line"),
+    );
+    install_packages.sort();
+    listed.sort();
+    assert_eq!(
+        install_packages, listed,
+        "Installing's apt-get line installs exactly the packages its table explains"
+    );
+    let testing = folded(section(&readme, "## Testing"));
+    for needle in ["cargo install --locked cargo-sort", "python3-venv"] {
+        assert!(
+            testing.contains(needle),
+            "the README's Testing names {needle}"
+        );
+    }
+    assert!(
+        read("scripts/test.sh").contains("cargo sort --workspace --check"),
+        "scripts/test.sh needs cargo-sort, which the README names"
+    );
 }

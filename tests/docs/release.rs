@@ -97,3 +97,119 @@ fn state_is_format_1_and_a_release_before_appended_fields_refuses_it() {
     let decoded = SavedState::decode(&state).expect("this release reads its own state");
     assert_eq!(decoded.positions, positions);
 }
+
+/// The connector files a release archive ships (scripts/release.sh copies `config.toml` and
+/// `example_config/`): each works as shipped in a deployment whose plugin sits next to the
+/// runtime binary, as docs/install.md and the README's deploy steps put it. `path` names the
+/// library by file name only (a directory in it would resolve against the runtime's working
+/// directory, which a deployment does not fix), and the plugin accepts its `[plugin_config]`.
+#[test]
+fn the_archives_connector_files_load_as_shipped() {
+    let release = read("scripts/release.sh");
+    let copies: Vec<&str> = release
+        .lines()
+        .filter(|l| l.trim_start().starts_with("cp "))
+        .collect();
+    assert!(
+        copies.iter().any(|l| l.contains(" config.toml "))
+            && copies.iter().any(|l| l.contains(" example_config ")),
+        "scripts/release.sh ships config.toml and example_config/: {copies:?}"
+    );
+    let mut files = vec![crate::root().join("config.toml")];
+    let examples = crate::root().join("example_config/connectors");
+    for entry in std::fs::read_dir(&examples).expect("example_config/connectors") {
+        files.push(entry.expect("entry").path());
+    }
+    files.retain(|p| p.extension().is_some_and(|e| e == "toml"));
+    assert!(files.len() >= 4, "{files:?}");
+    for path in &files {
+        let file = fluss_source_runner::ConnectorFile::load(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            file.path,
+            "libiggy_connector_fluss_source",
+            "{}: `path` names the plugin by file name, found next to the runtime binary",
+            path.display()
+        );
+        let config = file.plugin_config_json(std::iter::empty());
+        iggy_connector_fluss_source::config::Config::parse(&config)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    let install = folded(&read("docs/install.md"));
+    assert!(
+        install.contains("cp libiggy_connector_fluss_source.so \"$IGGY_BIN_DIR/\""),
+        "docs/install.md deploys the archive's library next to the runtime"
+    );
+}
+
+/// A release archive a doc names by its version exists: the CHANGELOG's entry of that version
+/// adds the archive (docs name the archive by `<version>` until then).
+#[test]
+fn the_docs_name_no_archive_of_a_release_without_one() {
+    let changelog = read("CHANGELOG.md");
+    let releases = releases(&changelog);
+    let with_archive: Vec<&str> = releases
+        .iter()
+        .filter(|(_, body)| folded(body).contains("release archive"))
+        .map(|(version, _)| version.as_str())
+        .collect();
+    const PREFIX: &str = "iggy_connector_fluss_source-";
+    let mut named = 0;
+    for path in crate::user_files() {
+        let text = std::fs::read_to_string(&path).expect("a text file");
+        for (at, _) in text.match_indices(PREFIX) {
+            let version: String = text[at + PREFIX.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            let version = version.trim_end_matches('.');
+            if version.is_empty() {
+                continue; // `<version>`
+            }
+            named += 1;
+            assert!(
+                with_archive.contains(&version),
+                "{} names the archive of {version}, whose CHANGELOG entry has no release archive \
+                 (releases with one: {with_archive:?})",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        read("docs/install.md").contains(&format!("{PREFIX}<version>-linux-")),
+        "docs/install.md names the archive by `<version>` ({named} concrete names checked)"
+    );
+}
+
+/// `snapshot_dir`'s room is stated alike wherever it is stated: the two largest buckets' files
+/// plus the same number of bytes.
+#[test]
+fn snapshot_dirs_room_is_one_rule() {
+    let mut found = Vec::new();
+    for name in [
+        "config.toml",
+        "docs/configuration.md",
+        "docs/delivery.md",
+        "CHANGELOG.md",
+    ] {
+        let text = folded(&read(name).replace("\n# ", "\n"));
+        for (at, _) in text.match_indices("files plus ") {
+            let bytes: String = text[at + "files plus ".len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            found.push((name, bytes));
+        }
+    }
+    let names: std::collections::BTreeSet<&str> = found.iter().map(|(n, _)| *n).collect();
+    assert!(
+        names.len() >= 3,
+        "config.toml, configuration.md and delivery.md state the room: {found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .all(|(_, bytes)| *bytes == found[0].1 && !bytes.is_empty()),
+        "one number of bytes beyond the two largest buckets' files: {found:?}"
+    );
+}

@@ -2,6 +2,7 @@
 //! (prebuilt, from `IGGY_BIN_DIR`), reading tables of the testkit's real Fluss cluster, with
 //! every topic read back through the `iggy` CLI (`test = false`: `cargo test --test runtime`,
 //! run by `scripts/test-runtime.sh`); without the binaries every test fails and says how to get them.
+//! `readme` runs the README's deploy steps as written.
 
 mod arrow_ipc;
 mod consumers;
@@ -13,5 +14,6 @@ mod log_json;
 mod metrics;
 mod nack_storm;
 mod per_key_order;
+mod readme;
 mod schema_changes;
 mod snapshot;

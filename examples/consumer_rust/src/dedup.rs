@@ -11,7 +11,7 @@ use std::collections::HashMap;
 /// One Fluss bucket: table id, partition id + 1 (0 without partitions), bucket.
 pub type BucketId = (u32, u32, u16);
 
-/// A message id, split into its fields (docs/messages.md "Message id").
+/// A message id, split into its fields (docs/messages.md "Message ids").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MessageId {
     pub bucket: BucketId,

@@ -13,7 +13,7 @@
 //! restart, and a bucket whose records all fail the filter still advances).
 //!
 //! Nothing here touches the network, so queueing and draining are tested on their own.
-//! Over 500 lines because those tests (about 370 lines) sit next to it.
+//! Those tests sit next to it, in this file.
 
 pub mod snapshot_rows;
 

@@ -1,6 +1,8 @@
-//! `fluss-demo-writer BOOTSTRAP`: creates the quickstart's demo tables and keeps writing to
-//! them until it is stopped: `demo.orders`, a 3-bucket log table that gains a few rows every
-//! second, and `demo.customers`, a primary-key table that sees inserts, updates and deletes.
+//! `fluss-demo-writer BOOTSTRAP [DATABASE]`: creates two tables in DATABASE (`demo` unless
+//! given) and keeps writing to them until it is stopped: `orders`, a 3-bucket log table that
+//! gains a few rows every second, and `customers`, a 3-bucket primary-key table that sees
+//! inserts, updates and deletes. The quickstart writes to `demo`; `scripts/local-fluss.sh`
+//! writes to `fluss`, the tables the example connector files read.
 
 use std::time::Duration;
 
@@ -10,7 +12,8 @@ use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_testkit::tables;
 
-const DATABASE: &str = "demo";
+/// The database when none is given.
+const DEFAULT_DATABASE: &str = "demo";
 
 fn orders_schema() -> Schema {
     Schema::builder()
@@ -45,6 +48,9 @@ async fn main() {
     let bootstrap = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:9123".to_owned());
+    let database = std::env::args()
+        .nth(2)
+        .unwrap_or_else(|| DEFAULT_DATABASE.to_owned());
     let conn = FlussConnection::new(Config {
         bootstrap_servers: bootstrap.clone(),
         ..Config::default()
@@ -52,9 +58,9 @@ async fn main() {
     .await
     .unwrap_or_else(|e| panic!("cannot connect to Fluss at {bootstrap}: {e}"));
     let admin = conn.get_admin().expect("admin");
-    let orders = TablePath::new(DATABASE, "orders");
-    let customers = TablePath::new(DATABASE, "customers");
-    tables::ensure_database(&admin, DATABASE).await;
+    let orders = TablePath::new(&database, "orders");
+    let customers = TablePath::new(&database, "customers");
+    tables::ensure_database(&admin, &database).await;
     for (path, descriptor) in [
         (
             &orders,
@@ -84,7 +90,7 @@ async fn main() {
         tables::wait_table_ready(&admin, path, 3).await;
     }
     eprintln!(
-        "fluss-demo-writer: writing to {DATABASE}.orders and {DATABASE}.customers at {bootstrap}"
+        "fluss-demo-writer: writing to {database}.orders and {database}.customers at {bootstrap}"
     );
     write_forever(&conn, &orders, &customers).await;
 }

@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 /// How to get the binaries, for every message about missing ones.
-const HOW_TO: &str = "build them from apache/iggy at commit cc269ef as CONTRIBUTING.md says \
-    (\"The Iggy binaries\") and set IGGY_BIN_DIR to their directory, or unpack a prebuilt \
-    archive of them: export IGGY_BIN_DIR=$(mktemp -d) && tar xJf ARCHIVE -C \"$IGGY_BIN_DIR\" \
+const HOW_TO: &str = "build them from apache/iggy at commit cc269ef as docs/install.md says \
+    (\"The Iggy runtime\") and set IGGY_BIN_DIR to their directory, or unpack an archive of \
+    them (CONTRIBUTING.md, \"The Iggy binaries\"): export IGGY_BIN_DIR=$(mktemp -d) && tar xJf ARCHIVE -C \"$IGGY_BIN_DIR\" \
     (iggy-server also needs libhwloc.so.15 and libudev.so.1: apt-get install -y libhwloc15 libudev1)";
 
 /// The root user a fresh server creates with `--with-default-root-credentials`.
