@@ -50,7 +50,7 @@ if [[ -n ${IGGY_BIN_DIR:-} ]]; then
 fi
 
 # The system packages the build and the cluster need, each checked without root and without
-# /sbin on PATH (docs/install.md lists them per distribution).
+# /sbin on PATH (docs/install.md lists them).
 ensure_tools() {
   local missing=()
   if ! command -v java >/dev/null 2>&1 ||
@@ -58,24 +58,8 @@ ensure_tools() {
     missing+=(openjdk-17-jre-headless)
   fi
   command -v mvn >/dev/null 2>&1 || missing+=(maven)
-  # rustc links with `cc`; RocksDB is C++ (libstdc++), and a few crates compile C.
-  if command -v cc >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1; then
-    # The plugin links the system's RocksDB (.cargo/config.toml): the library where the linker
-    # finds it, and the header bindgen reads.
-    [[ $(cc -print-file-name=librocksdb.so) == /* ]] || missing+=(librocksdb-dev)
-  else
-    missing+=(build-essential)
-  fi
-  [ -e "${ROCKSDB_INCLUDE_DIR:-/usr/include}/rocksdb/c.h" ] || missing+=(librocksdb-dev)
-  # Arrow IPC's zstd codec links the system's libzstd (.cargo/config.toml), found by pkg-config.
-  [ -e /usr/include/zstd.h ] || missing+=(libzstd-dev)
-  command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-  # bindgen loads libclang: from LIBCLANG_PATH, else from the directories clang-sys searches.
-  local dir found=
-  for dir in ${LIBCLANG_PATH:-} /usr/lib/llvm-*/lib /usr/lib /usr/lib64 /usr/lib/*-linux-gnu; do
-    compgen -G "$dir/libclang*.so*" >/dev/null && found=1 && break
-  done
-  [ -n "$found" ] || missing+=(libclang-dev)
+  # rustc links with `cc`, and zstd's C sources are compiled with it.
+  command -v cc >/dev/null 2>&1 || missing+=(build-essential)
   [ ${#missing[@]} -eq 0 ] && return 0
   # Each package once, in the order found.
   local packages=() p
@@ -83,22 +67,24 @@ ensure_tools() {
     [[ " ${packages[*]} " == *" $p "* ]] || packages+=("$p")
   done
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing ${packages[*]} (Fluss needs Java 17+, Maven fetches its jars, the plugin links RocksDB)"
+    say "installing ${packages[*]} (Fluss needs Java 17+, Maven fetches its jars, the build a C compiler)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
     return 0
   fi
   say "missing system packages; on Debian or Ubuntu an administrator installs them with:"
   say "  sudo apt-get install -y ${packages[*]}"
-  say "other systems: a C/C++ compiler, Java 17+, Maven 3, RocksDB 7 with its headers, zstd's"
-  say "headers, pkg-config and libclang (docs/install.md); then run me again"
+  say "other systems: a C compiler and linker, Java 17+ and Maven 3 (docs/install.md); then run"
+  say "me again"
   exit 1
 }
 
 ensure_tools
 command -v cargo >/dev/null 2>&1 || {
-  say "cargo is missing: install Rust with rustup (https://rustup.rs), as the user who runs me:"
-  say "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh"
+  say "cargo is missing: install Rust with rustup (https://rustup.rs), as the user who runs me,"
+  say "then load its environment into this shell (or open a new one):"
+  say "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y"
+  say "  . \"\$HOME/.cargo/env\""
   exit 1
 }
 

@@ -3,14 +3,10 @@
 #
 #   scripts/release.sh
 #
-# 1. Builds the plugin's `.so` with RocksDB and its compression libraries (snappy, lz4, zstd,
-#    zlib, bzip2) compiled from the sources their -sys crates carry, position-independent and
-#    linked in statically, and with libstdc++ linked in statically, so that it needs nothing on
-#    the host beyond the C runtime (libc, libm, libgcc_s). The suites' builds link the system's
-#    RocksDB instead (.cargo/config.toml): a distribution's librocksdb.a is compiled for
-#    executables and cannot go into a shared object, and compiling RocksDB costs a cold build
-#    about 700 CPU-seconds (docs/install.md). The build has a target directory of its own
-#    (target/artifact), kept between runs, and the version comes from `cargo metadata`.
+# 1. Builds the plugin's `.so` as the suites build it (release, `--locked`): the only C code in it,
+#    zstd's, is compiled from the sources `zstd-sys` carries and linked in statically, so that it
+#    needs nothing on the host beyond the C runtime (libc, libm, libgcc_s). The version comes
+#    from `cargo metadata`.
 # 2. Packs dist/iggy_connector_fluss_source-<version>-linux-<arch>.tar.gz: one directory of that
 #    name holding the `.so`, LICENSE, README.md, CHANGELOG.md, docs/, config.toml,
 #    example_config/ and SHA256SUMS (of those files); dist/<archive>.sha256 beside it is for
@@ -38,7 +34,7 @@ fail() {
 if [ -z "${IGGY_BIN_DIR:-}" ] || [ ! -x "$IGGY_BIN_DIR/iggy-connectors" ]; then
   fail "IGGY_BIN_DIR must name the directory of iggy-server, iggy-connectors and iggy (apache/iggy cc269ef; CONTRIBUTING.md, \"The Iggy binaries\"): the smoke test loads the artifact in the real runtime"
 fi
-for tool in cc c++ objdump sha256sum python3; do
+for tool in cc objdump sha256sum python3; do
   command -v "$tool" >/dev/null 2>&1 || fail "$tool is missing (docs/install.md lists the prerequisites)"
 done
 
@@ -61,38 +57,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 1. The build. Cargo reads .cargo/config.toml from its working directory upwards, so run from
-# outside the checkout it links nothing of the system's (no ROCKSDB_LIB_DIR, no pkg-config
-# libzstd), and librocksdb-sys compiles its bundled RocksDB; *_COMPILE insists on it even when
-# the caller's environment names a system library. The compression features are named here only:
-# the suites' builds keep theirs. `-lstdc++`, which librocksdb-sys asks for, finds the C++
-# compiler's libstdc++.a first in a directory of its own, and scripts/release-glibc-compat.c
-# keeps that archive from raising the glibc the library needs; both are passed to the plugin's
-# link only. Their paths stay put and the object's name carries its source's hash: cargo
-# compiles the plugin again when the arguments change, and only then.
-link=$target_dir/artifact/link
-cxx_lib=$(c++ -print-file-name=libstdc++.a)
-[[ $cxx_lib == /* && -f $cxx_lib ]] ||
-  fail "the C++ compiler has no libstdc++.a (Debian/Ubuntu: sudo apt-get install -y build-essential)"
-mkdir -p "$link/static-cxx"
-ln -sfn "$cxx_lib" "$link/static-cxx/libstdc++.a"
-compat=$link/glibc-compat-$(sha256sum scripts/release-glibc-compat.c | cut -c1-16).o
-[ -f "$compat" ] || cc -O2 -fPIC -Wall -Werror -c scripts/release-glibc-compat.c -o "$compat"
-if [ -d "$target_dir/artifact/release" ]; then
-  say "building $name"
-else
-  say "building $name (this first build in target/artifact compiles every dependency and RocksDB)"
-fi
-(
-  cd "$work"
-  env -u ROCKSDB_LIB_DIR -u ROCKSDB_STATIC -u ROCKSDB_INCLUDE_DIR -u SNAPPY_LIB_DIR -u LZ4_LIB_DIR \
-    -u ZSTD_SYS_USE_PKG_CONFIG -u RUSTFLAGS -u RUSTC_WORKSPACE_WRAPPER \
-    ROCKSDB_COMPILE=1 SNAPPY_COMPILE=1 LZ4_COMPILE=1 CARGO_TARGET_DIR="$target_dir/artifact" \
-    cargo rustc --release --locked --manifest-path "$ROOT/Cargo.toml" -p "$package" --lib \
-    --features rocksdb/snappy,rocksdb/lz4,rocksdb/zstd,rocksdb/zlib,rocksdb/bzip2 \
-    -- -L "native=$link/static-cxx" -C "link-arg=$compat"
-) || fail "the build failed (above)"
-library=$target_dir/artifact/release/lib$package.so
+# 1. The build.
+source scripts/cargo-env.sh
+say "building $name"
+cargo build --release --locked -p "$package" || fail "the build failed (above)"
+library=$target_dir/release/lib$package.so
 [ -f "$library" ] || fail "the build did not produce $library"
 
 # 2. The archive.
@@ -121,7 +90,6 @@ libs=$(objdump -p "$FLUSS_PLUGIN_LIBRARY" | awk '$1 == "NEEDED" {print $2}' | tr
 glibc=$(objdump -p "$FLUSS_PLUGIN_LIBRARY" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -V | tail -n 1)
 say "the library needs ${libs}and ${glibc/_/ } or newer"
 
-source scripts/cargo-env.sh
 tests=(cargo test --release --workspace --no-fail-fast)
 say "smoke test: what the library needs from the host, its symbols"
 "${tests[@]}" --test artifact --test symbols -- --test-threads=1 ||
