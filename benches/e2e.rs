@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! End-to-end throughput against a real local Fluss cluster, side by side in one run:
 //! (a) a bare fluss-rs `RecordBatchLogScanner` reading the whole log table (the baseline),
 //! (b) the plugin through the runner's C-ABI harness in JSON mode,
@@ -27,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
-use fluss_testkit::{tables, Cluster, ClusterOptions};
+use fluss_testkit::{Cluster, ClusterOptions, tables};
 
 /// The bare record scanner (what the plugin reads with), for locating costs; one scanner
 /// polled in a loop, with the plugin's Arrow IPC poll size (`max_batch_bytes / 320` for the
@@ -287,7 +304,9 @@ fn main() {
             disk / (1 << 20) as f64
         );
     }
-    println!("(debezium and snapshot* read the primary-key table; their ratios compare rates across tables)");
+    println!(
+        "(debezium and snapshot* read the primary-key table; their ratios compare rates across tables)"
+    );
 }
 
 /// Runs one mode in a child process: (rows seen, seconds, peak RSS in KiB, peak bytes in its

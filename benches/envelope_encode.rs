@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The change-event (Debezium, flat) and Arrow IPC encoders on the same in-memory records:
 //! 100,000 records over the 10-column mixed batch, as the scanner hands them over (records
 //! sharing one Arrow batch). Inputs are built outside the timed loop.
@@ -8,18 +25,18 @@ mod common;
 
 use std::sync::Arc;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fluss_testkit::fluss::metadata::RowType;
 use fluss_testkit::fluss::record::{ChangeType, ScanRecord};
 use fluss_testkit::fluss::row::ColumnarRow;
 use iggy_connector_fluss_source::config::options::{
     ChangelogFormat, HeaderSet, IpcCompression, JsonOptions,
 };
+use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
 use iggy_connector_fluss_source::encode::ipc::{IpcMessages, Leading};
 use iggy_connector_fluss_source::encode::stamp::{BucketStamp, Stamper};
-use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::position::BucketKey;
 use iggy_connector_fluss_source::schemas::Schemas;
 

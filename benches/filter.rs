@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Row filter cost and gain against a real local Fluss cluster: the plugin over the C ABI
 //! reading the whole 2,000,000-row log table of the e2e bench without a filter and with
 //! `filter = "qty < 10"` (`qty` is `id % 1000`, so 1% of the rows, spread over every batch),
@@ -17,7 +34,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use fluss_testkit::{tables, Cluster, ClusterOptions};
+use fluss_testkit::{Cluster, ClusterOptions, tables};
 use iggy_connector_fluss_source::state::SavedState;
 
 /// Keeps 1% of the rows.
@@ -99,7 +116,9 @@ fn main() {
         .expect("runtime");
     let (log, _) = rt.block_on(common::load_tables(cluster, "filter", rows, 1));
     println!("filter `{FILTER}` over {rows} rows; one run per mode");
-    println!("mode           messages  rows out  seconds  rows/s scanned  messages/s  scan vs unfiltered");
+    println!(
+        "mode           messages  rows out  seconds  rows/s scanned  messages/s  scan vs unfiltered"
+    );
     let mut unfiltered = 0.0;
     for mode in ["json", "json_filtered", "ipc", "ipc_filtered"] {
         let result =

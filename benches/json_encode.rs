@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! One JSON payload (`Vec<u8>`) per row from an Arrow record batch, three ways:
 //! `ours` (the plugin's `RowEncoder`), `arrow_json` (arrow-json's line-delimited writer into one
 //! buffer, then split into one `Vec` per row — the split is part of the cost) and `value_tree`
@@ -309,11 +326,11 @@ fn print_summary(label: &str, fields: &[DataField], batch: &RecordBatch) {
             secs * 1e3
         );
     }
-    let ours = results[0].1 .0.as_secs_f64();
+    let ours = results[0].1.0.as_secs_f64();
     println!(
         "  ours/arrow_json = {:.2}x, ours/value_tree = {:.2}x",
-        results[1].1 .0.as_secs_f64() / ours,
-        results[2].1 .0.as_secs_f64() / ours
+        results[1].1.0.as_secs_f64() / ours,
+        results[2].1.0.as_secs_f64() / ours
     );
 }
 

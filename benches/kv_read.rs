@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The KV snapshot reader alone: a bucket's checkpoint files read in key order and decoded into
 //! Arrow batches ([`KvRows`], as the snapshot's reading thread does), without a cluster. The
 //! checkpoint is written once by the RocksDB of Fluss 0.9.1's tablet servers with the options
@@ -17,14 +34,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use fluss::metadata::{KvFormat, RowType};
-use fluss::row::encode::{RowEncoder, RowEncoderFactory};
 use fluss::row::Datum;
+use fluss::row::encode::{RowEncoder, RowEncoderFactory};
 use fluss_testkit::kv_files::{self, Job, Op};
 use fluss_testkit::tables;
 use iggy_connector_fluss_source::client::kv_snapshot::files::LocalCopy;
 use iggy_connector_fluss_source::position::BucketKey;
-use iggy_connector_fluss_source::snapshot_files::rows::{KvRows, Layout};
 use iggy_connector_fluss_source::snapshot_files::RowBatches;
+use iggy_connector_fluss_source::snapshot_files::rows::{KvRows, Layout};
 
 /// The e2e bench's primary-key table.
 fn row_type() -> RowType {

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Throughput where users run the plugin: a real `iggy-server` and the `iggy-connectors`
 //! runtime loading the release build of the plugin, against a real local Fluss cluster.
 //!
@@ -51,12 +68,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::runtime::{
-    ceiling, fmt_rate, measure, median, plugin_config, tokio_runtime, CeilingShape, Outcome, Run,
+    CeilingShape, Outcome, Run, ceiling, fmt_rate, measure, median, plugin_config, tokio_runtime,
 };
 use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
 use fluss_testkit::{Cluster, ClusterOptions};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// The bare fluss-rs batch scanner over the whole log table: rows/s from its first non-empty
 /// poll to the last row (the same span the runtime figures use).
@@ -398,7 +415,11 @@ fn main() {
             ),
             median(runs.iter().map(|(_, c)| c.machine_load()).collect()) * 100.0,
             runs.iter()
-                .map(|(o, _)| format!("{:.2} us at {:.0}%", o.machine_us_per_row(), o.machine_load() * 100.0))
+                .map(|(o, _)| format!(
+                    "{:.2} us at {:.0}%",
+                    o.machine_us_per_row(),
+                    o.machine_load() * 100.0
+                ))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -420,7 +441,9 @@ fn main() {
             );
         }
     }
-    println!("(ratio: to the test source with the same payloads, headers and batching; RSS: iggy-connectors peak, median (highest))");
+    println!(
+        "(ratio: to the test source with the same payloads, headers and batching; RSS: iggy-connectors peak, median (highest))"
+    );
     if baseline.is_some() {
         println!("\nthis build / RUNTIME_BASELINE, per round (rows/s; CPU per row)");
         for shape in shapes.iter().filter(|s| !s.baseline) {

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The plugin at scale, through the real `iggy-server` and `iggy-connectors` runtime (as
 //! `benches/runtime.rs`, whose machinery it shares through `benches/common/runtime.rs`), against
 //! a local Fluss cluster: what many partitions, an idle table of thousands of buckets and many
@@ -77,16 +94,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::census::{api_name, Census, RequestCensus};
+use common::census::{Census, RequestCensus, api_name};
 use common::runtime::{
-    ceiling, fmt_rate, measure, plugin_config, start_perf, stop_perf, tokio_runtime, CeilingShape,
-    Outcome, Run, STREAM,
+    CeilingShape, Outcome, Run, STREAM, ceiling, fmt_rate, measure, plugin_config, start_perf,
+    stop_perf, tokio_runtime,
 };
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::iggy::{ConnectorsRuntime, IggyServer, SourceConnector, Stop};
-use fluss_testkit::{metrics, tables, write, Cluster, ClusterOptions};
-use serde_json::{json, Value};
+use fluss_testkit::{Cluster, ClusterOptions, metrics, tables, write};
+use serde_json::{Value, json};
 
 /// The partition key: the INT column `qty`, `id % P`.
 const PARTITION_KEY: &str = "qty";
@@ -916,7 +933,8 @@ fn main() {
     let settings = Settings::from_env();
     if std::env::var_os("FLUSS_TABLET_HEAP").is_none() {
         // Thousands of buckets (and their KV stores) in one tablet server.
-        std::env::set_var("FLUSS_TABLET_HEAP", "2g");
+        // TODO: Audit that the environment access only happens in single-threaded code.
+        unsafe { std::env::set_var("FLUSS_TABLET_HEAP", "2g") };
     }
     let base = std::env::temp_dir().join(format!("fluss-scale-bench-{}", std::process::id()));
     std::fs::create_dir_all(&base).expect("bench dir");

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Soak: the connector in `fluss-source-runner` child processes against a replicated cluster
 //! (three tablet servers, replication factor 3) for `SOAK_SECONDS` (default 1800), while a
 //! 3-bucket log table and a 3-bucket primary-key table are written without pause and random
@@ -20,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::write::continuous::{Pace, Writer};
-use fluss_testkit::{tables, unique_table, Cluster, ClusterOptions};
+use fluss_testkit::{Cluster, ClusterOptions, tables, unique_table};
 use serde_json::Value;
 
 const ROUND: i64 = 50;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The persisted state: what goes through the runtime's state file (the in-memory staging
 //! until Ack is [`crate::position::progress`]). What is persisted is a versioned
 //! MessagePack record of the table id and the committed positions, so state written for another
@@ -15,7 +32,7 @@ use fluss::{BucketId, PartitionId, TableId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::position::{at, BucketKey, Offset, Offsets, Position, Positions, Resume};
+use crate::position::{BucketKey, Offset, Offsets, Position, Positions, Resume, at};
 use crate::scope::share::Assignment;
 use crate::scope::stop::{Stop, StoppingOffset};
 
@@ -350,9 +367,11 @@ mod tests {
         assert_eq!(saved.assignment, Assignment::ALL);
         assert_eq!(saved.stop, None);
         saved.check_assignment(Assignment::ALL).unwrap();
-        assert!(saved
-            .check_assignment(Assignment::try_new(0, 3).unwrap())
-            .is_err());
+        assert!(
+            saved
+                .check_assignment(Assignment::try_new(0, 3).unwrap())
+                .is_err()
+        );
     }
 
     #[test]
@@ -394,7 +413,10 @@ mod tests {
             .check_assignment(Assignment::try_new(1, 2).unwrap())
             .unwrap_err()
             .to_string();
-        assert_eq!(e, "the saved state was written with instance_index = 1, instance_count = 3, but this connector is configured with instance_index = 1, instance_count = 2 (a state holds the positions of one share of the buckets; they are not re-mapped); set `instance_index` = 1 and `instance_count` = 3 again, or delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`");
+        assert_eq!(
+            e,
+            "the saved state was written with instance_index = 1, instance_count = 3, but this connector is configured with instance_index = 1, instance_count = 2 (a state holds the positions of one share of the buckets; they are not re-mapped); set `instance_index` = 1 and `instance_count` = 3 again, or delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`"
+        );
     }
 
     #[test]

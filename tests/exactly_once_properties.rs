@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The exactly-once recipe (docs/consuming.md) over random tables: the connector's own delivery
 //! queue and encoders cut the rows into messages; batches are acknowledged late, lost before
 //! they are sent, or sent and never acknowledged (a crash, a Nack), and each restart goes on
@@ -35,12 +52,12 @@ use fluss::row::ColumnarRow;
 use iggy_connector_fluss_source::config::options::{
     ChangelogFormat, HeaderSet, IpcCompression, JsonOptions,
 };
+use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
 use iggy_connector_fluss_source::encode::ipc::{IpcMessages, Leading};
 use iggy_connector_fluss_source::encode::rows::RowMessages;
 use iggy_connector_fluss_source::encode::stamp::Stamper;
-use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::filter::{Filter, FilterText};
 use iggy_connector_fluss_source::position::{BucketKey, Position, Positions};
 use iggy_connector_fluss_source::schemas::Schemas;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Arrow IPC payloads decoded with arrow-ipc's `StreamReader` equal the rows they were cut
 //! from, on random batches of every supported type (nested to depth 3, with nulls), under
 //! every `arrow_ipc_compression` and a random `max_batch_bytes`.
@@ -15,19 +32,19 @@
 
 mod arrow_cases;
 
+use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampMillisecondType};
-use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use fluss::record::ChangeType;
 use iggy_connector_fluss_source::config::options::IpcCompression;
+use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::ipc::{IpcMessages, Leading};
-use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::schemas::Schemas;
 use proptest::prelude::*;
 
-use arrow_cases::{case_of, config, Case};
+use arrow_cases::{Case, case_of, config};
 
 const COMPRESSIONS: [IpcCompression; 3] = [
     IpcCompression::None,

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The JSON row encoder against a slow reference on random batches of every supported type.
 //!
 //! The encoder is hand-written for speed (8-byte-at-a-time escape scan, stack-block digits,
@@ -24,23 +41,23 @@
 
 mod arrow_cases;
 
+use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
-use arrow_array::Array;
 use arrow_schema::{DataType as ArrowType, TimeUnit};
 use base64::Engine as _;
 use fluss::metadata::{DataField, DataType, DataTypes};
 use fluss::record::ChangeType;
 use iggy_connector_fluss_source::config::options::{DecimalFormat, JsonOptions, TemporalFormat};
+use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::rows::RowMessages;
-use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::json::RowEncoder;
 use iggy_connector_fluss_source::schemas::Schemas;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use arrow_cases::{case, config, Case};
+use arrow_cases::{Case, case, config};
 
 /// Every combination of the two options.
 const OPTIONS: [JsonOptions; 4] = [

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The built plugin library exports exactly the runtime's five source symbols, loads, reports
 //! its version over the C ABI, and refuses a bad configuration with one ERROR line that carries
 //! the instance prefix. `cargo test` builds the cdylib these tests load
@@ -20,10 +37,12 @@ fn the_plugin_loads_and_refuses_a_null_config() {
         Err(fluss_source_runner::Error::OpenFailed { code, .. }) => assert_ne!(code, 0),
         other => panic!("open with a null config must fail, got {other:?}"),
     }
-    assert!(fluss_source_runner::logs()
-        .iter()
-        .any(|l| l.level == fluss_source_runner::Level::Error
-            && l.message.contains("no [plugin_config] section")));
+    assert!(
+        fluss_source_runner::logs()
+            .iter()
+            .any(|l| l.level == fluss_source_runner::Level::Error
+                && l.message.contains("no [plugin_config] section"))
+    );
 }
 
 /// Every configuration the config tests refuse fails `open` before any network work with one
@@ -31,7 +50,7 @@ fn the_plugin_loads_and_refuses_a_null_config() {
 /// `fluss[<id>]` while no table is named), then the refusal `Config::parse` gives.
 #[test]
 fn a_refused_config_is_one_error_line_with_the_instance_prefix() {
-    use fluss_source_runner::{logs, Harness, Level};
+    use fluss_source_runner::{Harness, Level, logs};
     use iggy_connector_fluss_source::config::Config;
 
     let harness = Harness::load(plugin_library()).expect("load");

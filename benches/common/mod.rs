@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The data shared by the benches: a 10-column batch of mixed types (the shape the project's
 //! throughput figures are quoted for) and its Fluss schema, the tables the benches read, and
 //! what a run cost the machine (CPU, peak RSS, load). [`runtime`]: runs through the real Iggy
@@ -19,10 +36,10 @@ use std::time::Instant;
 
 use std::collections::HashMap;
 
-use fluss_testkit::fluss::client::{FlussConnection, EARLIEST_OFFSET};
+use fluss_testkit::fluss::client::{EARLIEST_OFFSET, FlussConnection};
 use fluss_testkit::fluss::config::Config;
 use fluss_testkit::fluss::metadata::{DataField, DataTypes, Schema, TableDescriptor, TablePath};
-use fluss_testkit::{tables, Cluster};
+use fluss_testkit::{Cluster, tables};
 
 /// The peak resident set (`VmHWM`, KiB) of process `pid` (`"self"`: this one), 0 when unknown.
 pub fn peak_rss_kib(pid: &str) -> u64 {

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Runs through the real `iggy-server` and `iggy-connectors` (`IGGY_BIN_DIR`), shared by
 //! `benches/runtime.rs` and `benches/scale.rs`: one [`Run`] is a fresh server and runtime with
 //! one or more connectors of one plugin, each publishing to a topic of its own in the stream
@@ -12,11 +29,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::iggy::{
-    parse_messages, ConnectorsRuntime, HeaderValue, IggyServer, Message, Saves, SourceConnector,
-    StateSaves, Stop,
+    ConnectorsRuntime, HeaderValue, IggyServer, Message, Saves, SourceConnector, StateSaves, Stop,
+    parse_messages,
 };
-use fluss_testkit::{tables, Cluster};
-use serde_json::{json, Value};
+use fluss_testkit::{Cluster, tables};
+use serde_json::{Value, json};
 
 use super::census::{Census, RequestCensus};
 
@@ -339,8 +356,8 @@ pub fn measure(base: &Path, run: &Run, perf_dir: Option<&Path>) -> Outcome {
                 last.1 = used();
                 break count;
             }
-            None if count > 0 && last.1 .0.elapsed() >= run.settle.unwrap_or(SETTLED) => {
-                break count
+            None if count > 0 && last.1.0.elapsed() >= run.settle.unwrap_or(SETTLED) => {
+                break count;
             }
             _ => {}
         }

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! [`Harness`]: loads a source plugin with `libloading` and calls its five symbols
 //! exactly as the Iggy connectors runtime does (contract §1.4, §3, §4).
 //!
@@ -9,11 +26,11 @@ use iggy_connector_sdk::{LogCallback, ProducedMessages, SendCallback};
 use libloading::Library;
 use snafu::ResultExt;
 use std::collections::BTreeMap;
-use std::ffi::{c_char, CStr};
+use std::ffi::{CStr, c_char};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
 use crate::error::{LoadSnafu, OpenFailedSnafu, Result, SymbolSnafu};
@@ -278,7 +295,9 @@ extern "C" fn send_callback(id: u32, batch_id: u64, ptr: *const u8, len: usize) 
     let messages = match postcard::from_bytes::<ProducedMessages>(bytes) {
         Ok(messages) => messages,
         Err(error) => {
-            eprintln!("ERROR runner: plugin {id}: batch {batch_id} ({len} bytes) does not decode: {error}");
+            eprintln!(
+                "ERROR runner: plugin {id}: batch {batch_id} ({len} bytes) does not decode: {error}"
+            );
             return -1;
         }
     };

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Loads a source plugin over the Iggy connectors C ABI and drives it the way the
 //! runtime does, without Iggy: for tests ([`Harness`]) and for trying a connector file
 //! from the command line ([`run()`], binary `fluss-source-runner`).
@@ -25,10 +42,10 @@ pub mod state;
 pub use connector::ConnectorFile;
 pub use error::{Error, Result};
 pub use harness::{
-    exported_iggy_symbols, logs, Batch, Harness, Instance, Level, LogLine, SOURCE_SYMBOLS,
+    Batch, Harness, Instance, Level, LogLine, SOURCE_SYMBOLS, exported_iggy_symbols, logs,
 };
 pub use payload::{
-    encode_messages, runtime_payloads, MessageError, Rejection, StreamSchema, UnsupportedStream,
-    ORDERED_KEYS_LIMIT,
+    MessageError, ORDERED_KEYS_LIMIT, Rejection, StreamSchema, UnsupportedStream, encode_messages,
+    runtime_payloads,
 };
-pub use run::{run, Output, RunOptions, RunSummary, StopReason};
+pub use run::{Output, RunOptions, RunSummary, StopReason, run};

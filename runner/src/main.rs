@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! `fluss-source-runner`: runs one source connector file through the plugin's C ABI and
 //! prints one JSON line per delivered message. See `--help`.
 #![cfg_attr(
@@ -5,10 +22,10 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-use fluss_source_runner::connector::{resolve_plugin_path, ConnectorFile};
+use fluss_source_runner::connector::{ConnectorFile, resolve_plugin_path};
 use fluss_source_runner::error::{Error, Result};
 use fluss_source_runner::payload::StreamSchema;
-use fluss_source_runner::run::{install_signal_handlers, run, Output, RunOptions};
+use fluss_source_runner::run::{Output, RunOptions, install_signal_handlers, run};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -108,7 +125,9 @@ fn options(args: Args) -> Result<RunOptions> {
         eprintln!("NOTE runner: {note}");
     }
     if !connector.enabled {
-        eprintln!("NOTE runner: the connector is disabled (enabled = false); the runtime would skip it, the runner runs it anyway");
+        eprintln!(
+            "NOTE runner: the connector is disabled (enabled = false); the runtime would skip it, the runner runs it anyway"
+        );
     }
     let stream_schema = match connector.streams.last() {
         Some(stream) => Some(StreamSchema::try_from(stream.schema).map_err(|error| {
@@ -118,7 +137,9 @@ fn options(args: Args) -> Result<RunOptions> {
             }
         })?),
         None => {
-            eprintln!("NOTE runner: no [[streams]]: the runtime refuses such a source (\"No streams configured for source\"); the runner keeps each batch's own schema");
+            eprintln!(
+                "NOTE runner: no [[streams]]: the runtime refuses such a source (\"No streams configured for source\"); the runner keeps each batch's own schema"
+            );
             None
         }
     };
@@ -203,10 +224,12 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        assert!(args("--max-messages ten")
-            .unwrap_err()
-            .to_string()
-            .contains("whole number"));
+        assert!(
+            args("--max-messages ten")
+                .unwrap_err()
+                .to_string()
+                .contains("whole number")
+        );
         assert!(args("--bogus").is_err());
         assert!(args("--state").is_err());
         assert!(args("--idle-exit soon").is_err());

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! One JSON line per message:
 //! `{"batch":1,"id":"7","headers":{"n":7,"source":"test"},"schema":"json","payload":{"n":7}}`.
 //! `id` is the u128 as a decimal string (or null); header values are rendered by kind
@@ -6,13 +23,13 @@
 //! to the topic ([`crate::payload`]): inlined when they are JSON (as they are when on one
 //! line, else compacted), otherwise a base64 string.
 
-use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use iggy_connector_sdk::{HeaderKind, HeaderValue, ProducedMessage, Schema};
 use std::fmt::Write as _;
 
 use crate::harness::Batch;
-use crate::payload::{visit_payloads, Rejection, StreamSchema};
+use crate::payload::{Rejection, StreamSchema, visit_payloads};
 
 /// Appends one line (with `\n`) per message of `batch` to `out`, each showing what the
 /// runtime writes to a topic whose encoder is `stream` (`None`: the batch's own schema, and

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! What the Iggy connectors runtime writes to the topic for one batch (apache/iggy cc269ef,
 //! `runtime/src/source.rs`: `source_forwarding_loop` decodes, `process_messages` encodes).
 //!
@@ -91,7 +108,9 @@ impl TryFrom<Schema> for StreamSchema {
 #[non_exhaustive]
 pub enum MessageError {
     /// The payload is not valid JSON for simd-json, in a `json` batch.
-    #[snafu(display("message {index}: the payload is not JSON simd-json parses ({source}); the runtime logs \"Failed to decode message payload with schema: json\""))]
+    #[snafu(display(
+        "message {index}: the payload is not JSON simd-json parses ({source}); the runtime logs \"Failed to decode message payload with schema: json\""
+    ))]
     DecodeJson {
         /// Position in the batch.
         index: usize,
@@ -100,7 +119,9 @@ pub enum MessageError {
     },
 
     /// The payload is not UTF-8, in a `text` batch.
-    #[snafu(display("message {index}: the payload is not UTF-8 ({source}); the runtime logs \"Failed to decode message payload with schema: text\""))]
+    #[snafu(display(
+        "message {index}: the payload is not UTF-8 ({source}); the runtime logs \"Failed to decode message payload with schema: text\""
+    ))]
     DecodeText {
         /// Position in the batch.
         index: usize,
@@ -120,7 +141,9 @@ pub enum MessageError {
     },
 
     /// simd-json could not serialise the value.
-    #[snafu(display("message {index}: simd-json cannot serialise the value ({source}); the runtime logs \"Failed to encode message payload\""))]
+    #[snafu(display(
+        "message {index}: simd-json cannot serialise the value ({source}); the runtime logs \"Failed to encode message payload\""
+    ))]
     Serialize {
         /// Position in the batch.
         index: usize,

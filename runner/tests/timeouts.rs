@@ -1,19 +1,39 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Result timeout, Nack limit and poll-error backoff, with the SDK's timings shortened
 //! through its `IGGY_SOURCE_*` variables. A separate test binary because those
 //! variables are process-wide and read at every open.
 
 mod common;
 
-use fluss_source_runner::{logs, Batch, Harness, Instance, Level};
+use fluss_source_runner::{Batch, Harness, Instance, Level, logs};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
 fn harness() -> Harness {
     static ENV: Once = Once::new();
     ENV.call_once(|| {
-        std::env::set_var("IGGY_SOURCE_RESULT_TIMEOUT_MS", "200");
-        std::env::set_var("IGGY_SOURCE_NACK_BACKOFF_MS", "10");
-        std::env::set_var("IGGY_SOURCE_MAX_NACKS", "3");
+        // TODO: Audit that the environment access only happens in single-threaded code.
+        unsafe { std::env::set_var("IGGY_SOURCE_RESULT_TIMEOUT_MS", "200") };
+        // TODO: Audit that the environment access only happens in single-threaded code.
+        unsafe { std::env::set_var("IGGY_SOURCE_NACK_BACKOFF_MS", "10") };
+        // TODO: Audit that the environment access only happens in single-threaded code.
+        unsafe { std::env::set_var("IGGY_SOURCE_MAX_NACKS", "3") };
     });
     Harness::load(common::test_source_library()).expect("load the test source")
 }

@@ -1,7 +1,24 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The C ABI: `source_connector!` exports the five `iggy_source_*` symbols of contract
 //! §1.1 for one [`Source`](crate::Source) type, each body inside [`ffi_guard`].
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use tracing::error;
 
 use crate::error::panic_message;
@@ -54,7 +71,7 @@ macro_rules! source_connector {
         ///
         /// # Safety
         /// `config_ptr`/`state_ptr` must be NULL or valid for their lengths during the call.
-        #[no_mangle]
+        #[unsafe(no_mangle)]
         pub unsafe extern "C" fn iggy_source_open(
             id: u32,
             config_ptr: *const u8,
@@ -74,7 +91,7 @@ macro_rules! source_connector {
         }
 
         /// Starts polling instance `id`; batches go to `send_callback`.
-        #[no_mangle]
+        #[unsafe(no_mangle)]
         pub extern "C" fn iggy_source_handle_v2(
             id: u32,
             send_callback: $crate::container::SendCallback,
@@ -85,7 +102,7 @@ macro_rules! source_connector {
         }
 
         /// Delivers the runtime's result (0 Ack, 1 Nack) for batch `batch_id`.
-        #[no_mangle]
+        #[unsafe(no_mangle)]
         pub extern "C" fn iggy_source_batch_result(id: u32, batch_id: u64, result: u8) -> i32 {
             $crate::ffi::ffi_guard(id, "batch_result", || {
                 __IGGY_SOURCE_CONTAINER.batch_result(id, batch_id, result)
@@ -93,13 +110,13 @@ macro_rules! source_connector {
         }
 
         /// Stops and removes instance `id`.
-        #[no_mangle]
+        #[unsafe(no_mangle)]
         pub extern "C" fn iggy_source_close(id: u32) -> i32 {
             $crate::ffi::ffi_guard(id, "close", || __IGGY_SOURCE_CONTAINER.close(id))
         }
 
         /// The plugin crate's version, NUL-terminated, static.
-        #[no_mangle]
+        #[unsafe(no_mangle)]
         pub extern "C" fn iggy_source_version() -> *const ::std::os::raw::c_char {
             static VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
             VERSION.as_ptr().cast()

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Header values serialise their bytes as standard padded base64 (the runtime's JSON view of
 //! a header). Values of up to `INLINE_CAPACITY` bytes go through a hand-written encoder in
 //! `message.rs`, longer ones through the base64 crate; both must equal the base64 crate on
@@ -5,13 +22,13 @@
 //!
 //! Cases per property: `PROPTEST_CASES`, default 4,096 (well under a second in debug).
 
-use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use iggy_connector_sdk::message::{INLINE_CAPACITY, MAX_HEADER_LEN};
 use iggy_connector_sdk::{HeaderField, HeaderKind};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn config() -> Config {
     let cases = std::env::var("PROPTEST_CASES")

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Talking to Fluss: the client's tuning, connecting (with retries until `connect_timeout`
 //! and a round trip that proves the credentials), and [`call`], the deadline every fluss-rs
 //! request goes through.
@@ -8,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use fluss::client::FlussConnection;
 
-use crate::config::options::PayloadFormat;
 use crate::config::Config;
+use crate::config::options::PayloadFormat;
 use crate::error::{Error, Fault, Result};
 
 /// How long one Fluss request may take before it counts as hung. fluss-rs has no request
@@ -140,7 +157,7 @@ pub async fn connect(
                     bootstrap: config.bootstrap_servers.clone(),
                     after: config.connect_timeout,
                     cause: None,
-                })
+                });
             }
         };
         if last_error.fault() == Fault::Auth {

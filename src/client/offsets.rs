@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Turning `starting_offset` and `on_offset_out_of_range` into concrete log offsets.
 //!
 //! Positions are always real offsets (never fluss-rs' `EARLIEST_OFFSET` marker), so what is
@@ -8,11 +25,11 @@ use std::collections::{BTreeMap, HashMap};
 use fluss::rpc::message::OffsetSpec;
 use fluss::{BucketId, PartitionId};
 
-use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::client::connect::{CALL_TIMEOUT, call};
 use crate::client::table::Table;
 use crate::config::options::{OutOfRangePolicy, StartingOffset};
 use crate::error::Result;
-use crate::position::{at, BucketKey, Offset, Offsets, Position, Positions};
+use crate::position::{BucketKey, Offset, Offsets, Position, Positions, at};
 
 /// Asks the server for `spec` in every bucket of `keys`, one request per partition.
 pub async fn list(
@@ -150,7 +167,7 @@ pub fn reset(position: Offset, start: Offset, end: Offset, policy: OutOfRangePol
             return Reset::Snapshot {
                 from: position,
                 start,
-            }
+            };
         }
         OutOfRangePolicy::Earliest | OutOfRangePolicy::Fail => start,
     };

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The configured table: looked up once at open and checked against `table_type` and
 //! `columns`, each refusal naming the cause and the fix.
 
@@ -8,9 +25,9 @@ use fluss::error::FlussError;
 use fluss::metadata::{DataField, TableInfo, TablePath};
 use fluss::{BucketId, PartitionId, TableId};
 
-use crate::client::connect::{call, CALL_TIMEOUT};
-use crate::config::options::TableType;
+use crate::client::connect::{CALL_TIMEOUT, call};
 use crate::config::Config;
+use crate::config::options::TableType;
 use crate::error::{Error, Fault, Result};
 use crate::position::BucketKey;
 use crate::schemas::Schemas;
@@ -76,7 +93,7 @@ impl Table {
                 return Err(Error::TableNotFound {
                     database: config.database.clone(),
                     table: config.table.clone(),
-                })
+                });
             }
             Err(e) if e.fault() == Fault::Auth => return Err(not_authorized(config, e)),
             Err(e) => return Err(e),

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Each key: its default, accepted values and the exact message for a bad one.
 
 use super::*;
@@ -308,7 +325,9 @@ fn snapshot_max_bucket_rows_is_a_positive_i32_that_only_gets_a_warning() {
     assert_eq!(c.ignored, ["snapshot_max_bucket_rows"]);
     assert_eq!(
         c.ignored_warnings(),
-        ["`snapshot_max_bucket_rows` has no effect (snapshots are read from KV snapshot files a batch at a time, with no cap); remove it from [plugin_config]"]
+        [
+            "`snapshot_max_bucket_rows` has no effect (snapshots are read from KV snapshot files a batch at a time, with no cap); remove it from [plugin_config]"
+        ]
     );
     // Any accepted value is the same configuration, and so is null (an unset key).
     let mut other = parse(json!({"snapshot_max_bucket_rows": 1})).unwrap();
@@ -426,7 +445,9 @@ fn stopping_offset_is_latest_or_a_timestamp() {
         assert_eq!(e.key, "stopping_offset");
         assert_eq!(
             e.to_string(),
-            format!("invalid plugin_config: `stopping_offset` = {bad} is not valid; use \"latest\" (the offsets at first open) or \"timestamp:<RFC 3339 UTC time or epoch ms>\", or remove the key to read without end")
+            format!(
+                "invalid plugin_config: `stopping_offset` = {bad} is not valid; use \"latest\" (the offsets at first open) or \"timestamp:<RFC 3339 UTC time or epoch ms>\", or remove the key to read without end"
+            )
         );
     }
 }

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Arrow IPC payloads: each message is a self-contained Arrow IPC *stream* (schema, one
 //! record batch, end marker) holding a run of rows from one Fluss record batch, so any Arrow
 //! reader (`arrow_ipc::reader::StreamReader`, `pyarrow.ipc.open_stream`) decodes it alone.
@@ -20,16 +37,16 @@
 //! core compressing batch after batch was the bound. Until then a message counts with its
 //! uncompressed size times the compression ratio seen so far.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
-use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_ipc::CompressionType;
+use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use fluss::record::{ChangeType, ScanRecord};
 
-use super::{runs, Encoder, Run};
+use super::{Encoder, Run, runs};
 use crate::config::options::IpcCompression;
 use crate::encode::batch::Batch;
 use crate::encode::stamp::BucketStamp;
@@ -401,7 +418,7 @@ mod tests {
     #[test]
     fn snapshot_rows_are_inserts_at_the_snapshot_offset() {
         use crate::config::options::HeaderSet;
-        use crate::encode::stamp::{snapshot_id, SnapshotIndex, Stamper};
+        use crate::encode::stamp::{SnapshotIndex, Stamper, snapshot_id};
         use crate::position::BucketKey;
         use fluss::metadata::{DataTypes, RowType};
         use fluss::row::ColumnarRow;
@@ -456,7 +473,7 @@ mod tests {
     #[test]
     fn filtered_log_rows_lead_with_their_offsets_in_every_cut() {
         use crate::config::options::HeaderSet;
-        use crate::encode::stamp::{message_id, Stamper};
+        use crate::encode::stamp::{Stamper, message_id};
         use crate::position::BucketKey;
 
         // Kept rows of a filter: consecutive rows of a compacted batch, offsets with gaps.

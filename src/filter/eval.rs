@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A checked filter evaluated over one Arrow batch into a boolean mask.
 //!
 //! Vectorised with arrow's own kernels, once per batch, not interpreted row by row:
@@ -19,7 +36,7 @@ use arrow_array::types::{
 };
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array,
-    Int16Array, Int32Array, Int64Array, Int8Array, LargeStringArray, PrimitiveArray, RecordBatch,
+    Int8Array, Int16Array, Int32Array, Int64Array, LargeStringArray, PrimitiveArray, RecordBatch,
     Scalar, StringArray, StringViewArray,
 };
 use arrow_ord::cmp;
@@ -74,11 +91,7 @@ pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<BooleanArray, ArrowE
                 });
             }
             let any = any.unwrap_or_else(|| BooleanArray::from(vec![false; batch.num_rows()]));
-            if *negated {
-                not(&any)
-            } else {
-                Ok(any)
-            }
+            if *negated { not(&any) } else { Ok(any) }
         }
     }
 }
@@ -115,13 +128,13 @@ fn scalar(value: &Value, data_type: &DataType) -> Result<Scalar<ArrayRef>, Arrow
     let array: ArrayRef = match (value, data_type) {
         (Value::Bool(v), DataType::Boolean) => Arc::new(BooleanArray::from(vec![*v])),
         (Value::Int(v), DataType::Int8) => Arc::new(Int8Array::from(vec![
-            i8::try_from(*v).map_err(|_| mismatch())?
+            i8::try_from(*v).map_err(|_| mismatch())?,
         ])),
         (Value::Int(v), DataType::Int16) => Arc::new(Int16Array::from(vec![
-            i16::try_from(*v).map_err(|_| mismatch())?
+            i16::try_from(*v).map_err(|_| mismatch())?,
         ])),
         (Value::Int(v), DataType::Int32) => Arc::new(Int32Array::from(vec![
-            i32::try_from(*v).map_err(|_| mismatch())?
+            i32::try_from(*v).map_err(|_| mismatch())?,
         ])),
         (Value::Int(v), DataType::Int64) => Arc::new(Int64Array::from(vec![*v])),
         // The literal was parsed as f64; as f32 it is the FLOAT value the same text gives.

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The filter text to a syntax tree: a tokenizer and a hand-written recursive-descent parser.
 //!
 //! Grammar (keywords are case-insensitive):
@@ -264,8 +281,10 @@ fn tokenize(text: &str) -> Result<Vec<Spanned>, FilterError> {
             other => {
                 return Err(FilterError::new(
                     at,
-                    format!("unexpected character `{other}`; quote column names with `backticks` and strings with 'single quotes'"),
-                ))
+                    format!(
+                        "unexpected character `{other}`; quote column names with `backticks` and strings with 'single quotes'"
+                    ),
+                ));
             }
         };
         tokens.push(Spanned { token, at });
@@ -487,11 +506,15 @@ impl Parser {
             }),
             Token::Name { text, .. } => Err(FilterError::new(
                 at,
-                format!("expected a column name, found the keyword `{text}`; quote a column of that name as `{text}` in backticks"),
+                format!(
+                    "expected a column name, found the keyword `{text}`; quote a column of that name as `{text}` in backticks"
+                ),
             )),
             token => Err(FilterError::new(
                 at,
-                format!("expected a column name, found {token}; a condition starts with the column, as in `id > 10`"),
+                format!(
+                    "expected a column name, found {token}; a condition starts with the column, as in `id > 10`"
+                ),
             )),
         }
     }
@@ -525,7 +548,7 @@ impl Parser {
                             "expected `,` or `)` to close the list opened at column {open_at}, found {}",
                             next.token
                         ),
-                    ))
+                    ));
                 }
             }
         }

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The part of a filter the server can use: a fluss-rs [`Predicate`] for
 //! `TableScan::filter`, with which the server skips whole record batches whose column
 //! statistics (`table.statistics.columns`) show no row can match.
@@ -15,7 +32,7 @@
 //! - a literal fluss-rs cannot encode exactly (a DECIMAL beyond 64 bits) is not pushed.
 
 use fluss::metadata::DataType;
-use fluss::predicate::{col, LeafFunction, Literal, Predicate};
+use fluss::predicate::{LeafFunction, Literal, Predicate, col};
 use fluss::row::{Decimal, TimestampLtz, TimestampNtz};
 
 use super::check::{ColumnRef, Expr};

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! JSON rows from Arrow record batches: one JSON object per row, each its own payload.
 //!
 //! Design (after arrow-json's writer): [`factory::make_encoder`] is the only `match` on types; it pairs
@@ -455,6 +472,8 @@ mod tests {
             ],
             vec![("a", Arc::new(Int32Array::from(vec![1])))],
         );
-        assert!(message.starts_with("the row type has 2 fields but the record batch has 1 columns"));
+        assert!(
+            message.starts_with("the row type has 2 fields but the record batch has 1 columns")
+        );
     }
 }

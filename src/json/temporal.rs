@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ as ISO 8601 text or epoch integers.
 //!
 //! Encoders are generic over the Arrow unit (`UPS`, units per second), so every split of a
@@ -13,8 +30,8 @@
 //!
 //! The tests of the calendar arithmetic sit next to it, in this file.
 
-use super::digits::{decimal_len, put_block, two_digits, write_digits, write_i64};
 use super::ValueEncoder;
+use super::digits::{decimal_len, put_block, two_digits, write_digits, write_i64};
 
 const SECONDS_PER_DAY: i64 = 86_400;
 const NANOS_PER_SECOND: i64 = 1_000_000_000;

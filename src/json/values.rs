@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Scalar encoders: booleans, numbers, strings, decimals and bytes.
 //!
 //! Each holds borrowed slices of its array's buffers, so encoding a value is an index, a
@@ -11,8 +28,8 @@ use arrow_array::{
 };
 use base64::Engine as _;
 
-use super::digits::{decimal_len, put_block, write_digits, write_i64};
 use super::ValueEncoder;
+use super::digits::{decimal_len, put_block, write_digits, write_i64};
 
 pub(super) struct BooleanEncoder<'a>(pub(super) &'a BooleanArray);
 
@@ -353,7 +370,7 @@ mod tests {
         BinaryBuilder, BooleanBuilder, Decimal128Builder, FixedSizeBinaryBuilder,
     };
     use arrow_array::{
-        ArrayRef, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, Int8Array,
+        ArrayRef, Float32Array, Float64Array, Int8Array, Int16Array, Int32Array, Int64Array,
         StringArray,
     };
     use fluss::metadata::DataTypes;
@@ -637,7 +654,9 @@ mod tests {
         let array: ArrayRef = Arc::new(b.finish());
         assert_eq!(
             column_values(DataTypes::bytes(), array),
-            ["\"\"", "\"Zg==\"", "\"Zm8=\"", "\"Zm9v\"", "\"+//+\"", "null"]
+            [
+                "\"\"", "\"Zg==\"", "\"Zm8=\"", "\"Zm9v\"", "\"+//+\"", "null"
+            ]
         );
 
         let mut b = FixedSizeBinaryBuilder::new(2);

@@ -1,17 +1,34 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Every live connector's figures in the Prometheus text format (0.0.4), encoded by
 //! `prometheus-client` from one consistent look at the hub per scrape. Values the connector
 //! does not know yet (a bucket's high watermark before the first offsets request, a
 //! position during its snapshot phase) are left out rather than shown as 0.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::{now_millis, Counters, ErrorKind, Figures, Labels, Lifecycle, SnapshotPhase};
+use super::{Counters, ErrorKind, Figures, Labels, Lifecycle, SnapshotPhase, now_millis};
 use crate::position::{BucketKey, Position};
 
 /// The `Content-Type` of the answer.

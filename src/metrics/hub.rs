@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The process-wide hub: the live connectors' figures, each connector's open/close counts
 //! (kept after it closes, so a restart is visible) and one listener per address, shared by
 //! every connector naming it and closed with the last of them.
@@ -16,7 +33,9 @@ use super::{Figures, Labels, Lifecycle};
 #[derive(Debug, Snafu)]
 pub enum MetricsError {
     /// The address cannot be listened on.
-    #[snafu(display("metrics_address = \"{address}\" cannot be listened on ({reason}); choose a free port (or another address) in `metrics_address`, or remove the key to run without metrics"))]
+    #[snafu(display(
+        "metrics_address = \"{address}\" cannot be listened on ({reason}); choose a free port (or another address) in `metrics_address`, or remove the key to run without metrics"
+    ))]
     Bind {
         /// The address.
         address: SocketAddr,
@@ -24,7 +43,9 @@ pub enum MetricsError {
         reason: String,
     },
     /// Another live connector in this process has the same labels.
-    #[snafu(display("another connector in this process already reports metrics as connector=\"{connector}\" instance=\"{instance}\"; set `metrics_connector` to each connector's key so their series stay apart"))]
+    #[snafu(display(
+        "another connector in this process already reports metrics as connector=\"{connector}\" instance=\"{instance}\"; set `metrics_connector` to each connector's key so their series stay apart"
+    ))]
     Duplicate {
         /// The `connector` label.
         connector: String,

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Where a position applies (a bucket of the table, or of one of its partitions) and what
 //! it is. A leaf, so every other module can name buckets and positions without importing
 //! each other.
@@ -140,7 +157,7 @@ pub fn at(offsets: Offsets) -> Positions {
 /// Positions the unit tests of several modules share.
 #[cfg(test)]
 pub(crate) mod samples {
-    use super::{at, BucketKey, Offsets, Positions};
+    use super::{BucketKey, Offsets, Positions, at};
 
     /// Three buckets, one of them of partition 7, at offsets 10, 0 and `i64::MAX`.
     pub(crate) fn offsets() -> Offsets {

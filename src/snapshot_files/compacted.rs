@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! COMPACTED values decoded straight into one Arrow builder per column: the decoder of each
 //! column is chosen once per schema version, then every value is read in one pass with no
 //! allocation per row (as arrow-json's writer picks an encoder per column).
@@ -19,7 +36,7 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     ArrayBuilder, BinaryBuilder, BooleanBuilder, Date32Builder, Float32Builder, Float64Builder,
-    Int16Builder, Int32Builder, Int64Builder, Int8Builder,
+    Int8Builder, Int16Builder, Int32Builder, Int64Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{ArrowError, DataType as ArrowType, SchemaRef};
@@ -309,13 +326,13 @@ impl Direct {
 
 #[cfg(test)]
 mod tests {
+    use arrow_array::Array;
     use arrow_array::cast::AsArray;
     use arrow_array::types::{
-        Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+        Date32Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
     };
-    use arrow_array::Array;
     use fluss::metadata::{DataField, DataTypes, KvFormat};
-    use fluss::record::{to_arrow_schema, RowAppendRecordBatchBuilder};
+    use fluss::record::{RowAppendRecordBatchBuilder, to_arrow_schema};
     use fluss::row::encode::{RowEncoder, RowEncoderFactory};
     use fluss::row::{Date, Datum, RowDecoderFactory};
 

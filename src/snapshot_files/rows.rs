@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A bucket's KV snapshot files read in key order ([`super::rocks`]), a bounded batch at a
 //! time. Each value is a 2-byte little-endian schema id followed by the row in the table's KV
 //! format (COMPACTED); each row is decoded by its own schema version and shown in the target
@@ -8,12 +25,12 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 use fluss::metadata::{KvFormat, RowType};
-use fluss::record::{to_arrow_schema, RowAppendRecordBatchBuilder};
+use fluss::record::{RowAppendRecordBatchBuilder, to_arrow_schema};
 
+use super::RowBatches;
 use super::compacted::{Direct, Refused};
 use super::rocks::{self, Checkpoint};
 use super::versions::Versions;
-use super::RowBatches;
 use crate::client::kv_snapshot::files::LocalCopy;
 use crate::client::table::Table;
 use crate::error::{Error, Result};
@@ -300,8 +317,8 @@ impl KvRows {
 mod tests {
     use arrow_array::{Array, Int32Array, Int64Array, StringArray};
     use fluss::metadata::{DataField, DataTypes};
-    use fluss::row::encode::{RowEncoder, RowEncoderFactory};
     use fluss::row::Datum;
+    use fluss::row::encode::{RowEncoder, RowEncoderFactory};
 
     use super::*;
 

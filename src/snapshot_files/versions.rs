@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Rows of every schema version a snapshot holds, shown in one target version. After an
 //! `ALTER TABLE … ADD COLUMN` a bucket's KV store holds rows of the old schema id (written
 //! before) next to rows of the new one; Fluss only appends nullable columns, so a row of an
@@ -41,7 +58,11 @@ impl Versions {
 
     /// The row of schema `id` in `bytes`, shown with the target's columns; `None` for a
     /// schema id the table does not have.
-    pub fn decode<'a>(&self, id: i16, bytes: &'a [u8]) -> Option<Resized<impl InternalRow + 'a>> {
+    pub fn decode<'a>(
+        &self,
+        id: i16,
+        bytes: &'a [u8],
+    ) -> Option<Resized<impl InternalRow + 'a + use<'a>>> {
         let row = self.decoders.get(&id)?.decode(bytes);
         Some(Resized {
             present: row.get_field_count().min(self.columns),

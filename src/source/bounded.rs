@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The source's side of a bounded read (`stopping_offset`): the stop point in force (the
 //! rules themselves are pure, in [`crate::scope::stop`]), whether a state handed over holds it
 //! yet, and whether the read is over. Buckets that reach their stop leave the scanner; once
@@ -129,7 +146,7 @@ impl BoundedRead {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::position::{at, Position};
+    use crate::position::{Position, at};
 
     const B0: BucketKey = BucketKey::bucket(0);
     const B1: BucketKey = BucketKey::bucket(1);
@@ -209,8 +226,10 @@ mod tests {
             "a bucket in its snapshot phase is not done; one without a position before is"
         );
         let unbounded = BoundedRead::new(Bound::unbounded(), StopPoint::Saved);
-        assert!(unbounded
-            .reached(&before, &positions(&[(B0, 100)]))
-            .is_empty());
+        assert!(
+            unbounded
+                .reached(&before, &positions(&[(B0, 100)]))
+                .is_empty()
+        );
     }
 }

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Partition discovery every `partition_discovery_interval` (the listing and comparison are
 //! [`crate::client::discovery`]'s): a new partition's buckets are registered and start at
 //! their earliest offset (with their snapshots under `starting_offset = "full"`); a dropped
@@ -8,11 +25,11 @@ use fluss::PartitionId;
 use crate::client::discovery::{self, Changes, PartitionNames};
 use crate::client::offsets;
 use crate::client::table::Table;
-use crate::config::options::StartingOffset;
 use crate::config::Config;
+use crate::config::options::StartingOffset;
 use crate::error::Result;
-use crate::position::progress::Progress;
 use crate::position::Positions;
+use crate::position::progress::Progress;
 use crate::scope::share::Assignment;
 use crate::scope::stop::Bound;
 use crate::source::bounded::BoundedRead;

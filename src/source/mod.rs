@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! `FlussSource`: the source the runtime drives (through [`crate::sdk`]). It wires the modules together: open
 //! checks (connect), positions (state), reading (scan), message building (encode).
 //!
@@ -29,10 +46,10 @@ use crate::client::discovery;
 use crate::client::kv_snapshot::lease::Lease;
 use crate::client::scanner::Scanner;
 use crate::client::table::Table;
-use crate::config::options::{IpcCompression, PayloadFormat};
 use crate::config::Config;
-use crate::encode::batch::Batch;
+use crate::config::options::{IpcCompression, PayloadFormat};
 use crate::encode::Encoder;
+use crate::encode::batch::Batch;
 use crate::error::{Error, Fault, Result};
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
@@ -40,7 +57,7 @@ use crate::position::{BucketKey, Offsets, Position, Positions};
 use crate::sdk::{ConnectorState, ProducedMessages, SourceBatchResult};
 use crate::source::bounded::BoundedRead;
 use crate::source::queue::Buckets;
-use crate::source::recovery::{Scan, RETRY_PAUSE};
+use crate::source::recovery::{RETRY_PAUSE, Scan};
 use crate::source::snapshot::Snapshots;
 use crate::source::telemetry::Telemetry;
 use crate::source::upkeep::Upkeep;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Getting back on track: a failed client poll, a Nack, an offset outside the log, an outage
 //! the liveness probe notices. [`Scan`] is the changelog scanner, or the need to build
 //! it again: fluss-rs' own position is unknown after an error and a re-seek can race a fetch
@@ -8,13 +25,13 @@ use std::time::Duration;
 use fluss::error::FlussError;
 use fluss::rpc::message::OffsetSpec;
 
-use crate::client::connect::{call, CALL_TIMEOUT};
+use crate::client::connect::{CALL_TIMEOUT, call};
 use crate::client::discovery::PartitionNames;
 use crate::client::offsets::{self, Reset};
 use crate::client::scanner::Scanner;
 use crate::client::table::{self, Table};
 use crate::config::Config;
-use crate::error::{table_missing, Error, Fault, Result};
+use crate::error::{Error, Fault, Result, table_missing};
 use crate::position::progress::Progress;
 use crate::position::{BucketKey, Offsets, Position, Positions};
 use crate::source::telemetry::Telemetry;
@@ -268,7 +285,7 @@ async fn reset_out_of_range(
                     offset,
                     log_start: start,
                     log_end: end,
-                })
+                });
             }
             Reset::PastEnd { from, to } => {
                 telemetry.past_end(*key, from, to);

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Work between batches and when it is due: the liveness probe while no records arrive,
 //! partition discovery, the high watermarks, and the progress line. [`Upkeep`] keeps the
 //! timers (each decision takes the time, so the rules are tested without waiting) and the
@@ -8,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::position::progress::Progress;
 use crate::source::telemetry::Telemetry;
-use crate::source::watermarks::{Watermarks, LISTING_INTERVAL};
+use crate::source::watermarks::{LISTING_INTERVAL, Watermarks};
 
 /// fluss-rs' `poll` returns nothing, without an error, while the servers are down. After this
 /// long without records the source asks the cluster for its offsets, so an outage shows up as

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The cluster handle: start through `scripts/fluss-cluster.sh`, wait until
 //! Fluss really serves, control single servers, stop by process id.
 //!
@@ -11,14 +28,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use fluss::ServerType;
 use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::config::{Config, NoKeyAssigner};
 use fluss::metadata::{Schema, TableDescriptor, TablePath};
 use fluss::rpc::message::OffsetSpec;
-use fluss::ServerType;
 
 use crate::runtime::on_own_runtime;
-use crate::tables::{unique_table, TEST_DATABASE};
+use crate::tables::{TEST_DATABASE, unique_table};
 
 mod replicas;
 

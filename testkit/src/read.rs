@@ -1,10 +1,27 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Reading a table back with the plain fluss-rs record scanner: the
 //! reference the connector's output is compared with.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use fluss::client::{FlussConnection, EARLIEST_OFFSET};
+use fluss::client::{EARLIEST_OFFSET, FlussConnection};
 use fluss::metadata::TablePath;
 use fluss::record::ScanRecord;
 

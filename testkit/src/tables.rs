@@ -1,11 +1,29 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Test tables: unique names, creation, readiness, partitions, and a small
 //! sample schema most tests can share.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use fluss::ServerType;
 use fluss::client::FlussAdmin;
 use fluss::metadata::{
     AddColumn, AlterTableChanges, ColumnPositionType, DataType, DataTypes, JsonSerde,
@@ -13,7 +31,6 @@ use fluss::metadata::{
 };
 use fluss::row::GenericRow;
 use fluss::rpc::message::OffsetSpec;
-use fluss::ServerType;
 
 use crate::{poll_for, poll_until};
 
@@ -72,7 +89,9 @@ async fn repair_leaderless(admin: &FlussAdmin) {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some((port, repair)) = repairs.iter().find(|(port, _)| ports.contains(port)) {
-        eprintln!("fluss-testkit: restarting the coordinator on port {port}: it gives new tables no leaders");
+        eprintln!(
+            "fluss-testkit: restarting the coordinator on port {port}: it gives new tables no leaders"
+        );
         repair();
     }
 }

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The testkit against a real Fluss 0.9.1 cluster (`test = false`):
 //! `cargo test -p fluss-testkit --test cluster`.
 
@@ -5,16 +22,16 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use fluss_testkit::all_types::{all_types_columns, all_types_row, create_all_types_table};
-use fluss_testkit::fluss::client::{FlussConnection, EARLIEST_OFFSET};
+use fluss_testkit::fluss::client::{EARLIEST_OFFSET, FlussConnection};
 use fluss_testkit::fluss::config::Config;
-use fluss_testkit::fluss::rpc::message::OffsetSpec;
 use fluss_testkit::fluss::rpc::FlussError;
-use fluss_testkit::read::{read_records, BucketRecord};
+use fluss_testkit::fluss::rpc::message::OffsetSpec;
+use fluss_testkit::read::{BucketRecord, read_records};
 use fluss_testkit::tables::{
     create_log_table, sample_amount, sample_log_schema, sample_name, sample_row,
 };
 use fluss_testkit::write::append_rows;
-use fluss_testkit::{unique_table, Cluster, ClusterOptions};
+use fluss_testkit::{Cluster, ClusterOptions, unique_table};
 
 use fluss_testkit::fluss::row::{DataGetters, InternalRow};
 
@@ -172,12 +189,16 @@ async fn sasl_listener_checks_passwords() {
         ..ClusterOptions::default()
     });
     let users = cluster.sasl_users();
-    assert!(users
-        .iter()
-        .any(|u| u.username == "admin" && u.password == "admin-secret"));
-    assert!(users
-        .iter()
-        .any(|u| u.username == "alice" && u.password == "alice-secret"));
+    assert!(
+        users
+            .iter()
+            .any(|u| u.username == "admin" && u.password == "admin-secret")
+    );
+    assert!(
+        users
+            .iter()
+            .any(|u| u.username == "alice" && u.password == "alice-secret")
+    );
 
     for user in users {
         let connection = FlussConnection::new(cluster.sasl_config(&user.username, &user.password))

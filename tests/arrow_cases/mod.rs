@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Random record batches of every Fluss type the encoders accept, for the property tests.
 //!
 //! A case is drawn as Fluss types plus a value tree per cell, and only then turned into Arrow
@@ -14,7 +31,7 @@ use std::sync::Arc;
 
 use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, FixedSizeBinaryArray,
-    Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, ListArray, MapArray,
+    Float32Array, Float64Array, Int8Array, Int16Array, Int32Array, Int64Array, ListArray, MapArray,
     RecordBatch, StringArray, StructArray, Time32MillisecondArray, Time32SecondArray,
     Time64MicrosecondArray, Time64NanosecondArray, TimestampMicrosecondArray,
     TimestampMillisecondArray, TimestampNanosecondArray, TimestampSecondArray,
@@ -22,7 +39,7 @@ use arrow_array::{
 use arrow_buffer::{NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use fluss::metadata::{DataField, DataType, DataTypes, RowType};
-use fluss::record::{to_arrow_type, ChangeType, ScanRecord};
+use fluss::record::{ChangeType, ScanRecord, to_arrow_type};
 use fluss::row::ColumnarRow;
 use iggy_connector_fluss_source::config::options::HeaderSet;
 use iggy_connector_fluss_source::encode::stamp::{BucketStamp, Stamper};

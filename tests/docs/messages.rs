@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The reference tables of docs/messages.md against the code: the Debezium envelope's fields as
 //! the change encoder writes them, and the Arrow type of every Fluss type as the payloads carry
 //! it (`fluss::record::to_arrow_type`, the schema of every batch the plugin reads and writes).
@@ -8,13 +25,13 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType as Arrow, TimeUnit};
 use fluss::metadata::{DataField, DataType, DataTypes, RowType};
-use fluss::record::{to_arrow_schema, to_arrow_type, ChangeType, ScanRecord};
+use fluss::record::{ChangeType, ScanRecord, to_arrow_schema, to_arrow_type};
 use fluss::row::ColumnarRow;
 use iggy_connector_fluss_source::config::options::{ChangelogFormat, HeaderSet, JsonOptions};
+use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
 use iggy_connector_fluss_source::encode::stamp::{BucketStamp, SnapshotIndex, Stamper};
-use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::position::BucketKey;
 use iggy_connector_fluss_source::schemas::Schemas;
 use serde_json::Value;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The README's sample output is what the code produces: each line is rebuilt from the row it
 //! shows, through the plugin's own encoders and stamps (with `headers = "all"`, as the
 //! quickstart reads the demo tables) and the runner's rendering of what the runtime writes to
@@ -10,16 +27,16 @@ use arrow_array::{
     TimestampMillisecondArray,
 };
 use fluss::metadata::{DataField, DataTypes, RowType};
-use fluss::record::{to_arrow_schema, ChangeType, ScanRecord};
+use fluss::record::{ChangeType, ScanRecord, to_arrow_schema};
 use fluss::row::ColumnarRow;
 use fluss_source_runner::output::render_batch;
 use fluss_source_runner::{Batch as RunnerBatch, StreamSchema};
 use iggy_connector_fluss_source::config::options::{ChangelogFormat, HeaderSet, JsonOptions};
+use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::encode::batch::Batch;
 use iggy_connector_fluss_source::encode::cdc::ChangeMessages;
 use iggy_connector_fluss_source::encode::rows::RowMessages;
 use iggy_connector_fluss_source::encode::stamp::{BucketStamp, Stamper};
-use iggy_connector_fluss_source::encode::Encoder;
 use iggy_connector_fluss_source::position::BucketKey;
 use iggy_connector_fluss_source::schemas::Schemas;
 use iggy_connector_sdk::{ProducedMessages, Schema};

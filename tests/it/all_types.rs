@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Every Fluss data type, written with fluss-rs and read back as JSON through the plugin:
 //! each value must be exactly what PRODUCT.md's mapping says for what was written.
 //! The expected JSON is spelled out here by hand from the values `fluss_testkit::all_types`
@@ -6,12 +23,12 @@
 use std::time::Duration;
 
 use fluss_testkit::all_types::{
-    all_types_columns, all_types_row, create_all_types_table, TIMESTAMP_PRECISIONS,
+    TIMESTAMP_PRECISIONS, all_types_columns, all_types_row, create_all_types_table,
 };
 use fluss_testkit::{unique_table, write};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::fixture::{cluster, config, rt, Answer, Stream};
+use crate::fixture::{Answer, Stream, cluster, config, rt};
 
 const MAX_38: &str = "99999999999999999999999999999999999999";
 

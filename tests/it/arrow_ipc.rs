@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! `payload_format = "arrow_ipc"`: every payload is a self-contained Arrow IPC stream; the
 //! decoded batches add up to the table, through restarts and Nacks, in Rust and in pyarrow.
 
@@ -12,7 +29,7 @@ use fluss_testkit::tables::{self, sample_amount, sample_name, sample_row};
 use fluss_testkit::{unique_table, write};
 use serde_json::json;
 
-use crate::fixture::{cluster, config, rt, Answer, Received, Stream};
+use crate::fixture::{Answer, Received, Stream, cluster, config, rt};
 
 const IDLE: Duration = Duration::from_secs(10);
 

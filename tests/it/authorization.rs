@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Fluss ACLs on a dedicated SASL cluster with the authorizer on (`authorizer.enabled`,
 //! `super.users: User:admin`): a user without READ on the table cannot open it; READ revoked
 //! while streaming stops the stream without losing its state, and granting it back resumes
@@ -6,15 +23,15 @@
 
 use std::time::{Duration, Instant};
 
-use fluss_source_runner::{logs, Level};
+use fluss_source_runner::{Level, logs};
 use fluss_testkit::fluss::client::FlussAdmin;
 use fluss_testkit::fluss::metadata::{
     AclFilter, AclInfo, OperationType, PermissionType, ResourceType, TablePath,
 };
-use fluss_testkit::{tables, unique_table, Cluster, ClusterOptions};
-use serde_json::{json, Value};
+use fluss_testkit::{Cluster, ClusterOptions, tables, unique_table};
+use serde_json::{Value, json};
 
-use crate::fixture::{error_lines, harness, ids, open_refused, rt, Answer, Stream};
+use crate::fixture::{Answer, Stream, error_lines, harness, ids, open_refused, rt};
 
 fn sasl_cluster() -> Cluster {
     Cluster::start(ClusterOptions {

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Bad input: `open` refuses what it cannot serve and a runtime that misbehaves cannot break
 //! an instance.
 //!
@@ -14,11 +31,11 @@ use std::time::{Duration, Instant};
 
 use fluss_source_runner::logs;
 use fluss_testkit::fluss::metadata::TablePath;
-use fluss_testkit::{tables, unique_table, Cluster, ClusterOptions};
-use serde_json::{json, Value};
+use fluss_testkit::{Cluster, ClusterOptions, tables, unique_table};
+use serde_json::{Value, json};
 
 use crate::fixture::{
-    cluster, config, harness, instance_prefix, open_refused, raw_id, rt, Answer, Stream,
+    Answer, Stream, cluster, config, harness, instance_prefix, open_refused, raw_id, rt,
 };
 use crate::process::{connector_file, plugin_errors, run_runner, scratch_dir};
 
@@ -186,7 +203,9 @@ fn log_table(prefix: &str, rows: i64) -> TablePath {
 }
 
 fn starting_offset_error(value: &str) -> String {
-    format!("invalid plugin_config: `starting_offset` = {value} is not valid; use \"full\", \"earliest\", \"latest\", \"timestamp:<RFC 3339 UTC time or epoch ms>\" or a non-negative offset")
+    format!(
+        "invalid plugin_config: `starting_offset` = {value} is not valid; use \"full\", \"earliest\", \"latest\", \"timestamp:<RFC 3339 UTC time or epoch ms>\" or a non-negative offset"
+    )
 }
 
 /// serde's own list of the accepted keys, which the plugin passes on as it is.
@@ -418,12 +437,16 @@ fn refused_credentials_fail_open() {
         with(
             json!({"sasl_mechanism": "PLAIN", "sasl_username": user.username, "sasl_password": "wrong-password"}),
         ),
-        format!("Fluss refused the connection to {bootstrap}: Fluss connect failed: Authentication failed: Invalid username or password (error code 46); check `sasl_username`/`sasl_password` (and that `bootstrap_servers` names the SASL listener)"),
+        format!(
+            "Fluss refused the connection to {bootstrap}: Fluss connect failed: Authentication failed: Invalid username or password (error code 46); check `sasl_username`/`sasl_password` (and that `bootstrap_servers` names the SASL listener)"
+        ),
     ));
     refused(&Case::new(
         "SASL listener without credentials",
         base.clone(),
-        format!("Fluss refused the connection to {bootstrap}: Fluss connect failed: The connection has not completed authentication yet. This may be caused by a missing or incorrect configuration of 'client.security.protocol' on the client side. (error code 46); check `sasl_username`/`sasl_password` (and that `bootstrap_servers` names the SASL listener)"),
+        format!(
+            "Fluss refused the connection to {bootstrap}: Fluss connect failed: The connection has not completed authentication yet. This may be caused by a missing or incorrect configuration of 'client.security.protocol' on the client side. (error code 46); check `sasl_username`/`sasl_password` (and that `bootstrap_servers` names the SASL listener)"
+        ),
     ));
     // The password never shows up in any log line.
     assert!(

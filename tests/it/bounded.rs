@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Bounded reads: `stopping_offset = "latest"` on a table that keeps being written delivers
 //! exactly the rows below the offsets at first open (across a restart), logs `finished`
 //! once, and delivers nothing after a restart; a timestamp stop point ends at that time.
@@ -7,15 +24,15 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fluss_source_runner::{logs, Level};
+use fluss_source_runner::{Level, logs};
 use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::fluss::rpc::message::OffsetSpec;
 use fluss_testkit::tables::{self, sample_row};
 use fluss_testkit::{unique_table, write};
 use serde_json::json;
 
-use crate::bad_input::{refused, Case};
-use crate::fixture::{assert_bucket_order, cluster, config, ids, rt, Answer, Received, Stream};
+use crate::bad_input::{Case, refused};
+use crate::fixture::{Answer, Received, Stream, assert_bucket_order, cluster, config, ids, rt};
 
 const IDLE: Duration = Duration::from_secs(10);
 

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Primary-key tables as change events: applying the delivered events in order per key must
 //! reproduce the table, checked against a lookup of every key.
 
@@ -8,8 +25,8 @@ use fluss_testkit::fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePa
 use fluss_testkit::{tables, unique_table};
 use serde_json::json;
 
-use crate::fixture::{cluster, config, rt, Answer, Received, Stream};
-use crate::pk_script::{apply_script, lookup_all, row, script, script_state, TableState};
+use crate::fixture::{Answer, Received, Stream, cluster, config, rt};
+use crate::pk_script::{TableState, apply_script, lookup_all, row, script, script_state};
 
 const KEYS: i64 = 1000;
 

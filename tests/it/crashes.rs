@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Crashes of the host process: the `fluss-source-runner` binary is killed with SIGKILL at
 //! random moments while it streams, and restarted from its state file each time. Every row
 //! arrives; the only repeats are rows of the batch in flight at a kill; per-bucket order
@@ -8,13 +25,13 @@ use std::time::{Duration, Instant};
 
 use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::{tables, unique_table};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::fixture::{cluster, config, rt};
 use crate::pk_script::{apply_script, lookup_all, replay, script, script_state};
 use crate::process::{
-    assert_run_order, connector_file, count_lines, read_lines, run_runner, scratch_dir,
-    spawn_runner, Line,
+    Line, assert_run_order, connector_file, count_lines, read_lines, run_runner, scratch_dir,
+    spawn_runner,
 };
 
 pub(crate) const KILLS: usize = 10;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Leader failover on a replicated cluster (three tablet servers, replication factor 3), on a
 //! dedicated cluster: while a 3-bucket log table and a 3-bucket primary-key table are written
 //! without pause and streamed, the leader of a bucket is killed with -9, later the new leader
@@ -10,13 +27,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use fluss_source_runner::{logs, Level, LogLine};
+use fluss_source_runner::{Level, LogLine, logs};
 use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::write::continuous::{Pace, Writer, Written};
-use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
-use serde_json::{json, Value};
+use fluss_testkit::{Cluster, ClusterOptions, poll_until, tables, unique_table};
+use serde_json::{Value, json};
 
-use crate::fixture::{self, assert_bucket_order, merged, rt, Answer, Received, Stream};
+use crate::fixture::{self, Answer, Received, Stream, assert_bucket_order, merged, rt};
 
 const BATCH_SIZE: usize = 500;
 /// Rows per write round; a round is flushed (acknowledged by all in-sync replicas) before

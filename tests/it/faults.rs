@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Fluss faults while streaming, one scenario per test, each on a dedicated cluster (the
 //! shared one is never disturbed): a tablet server stopped and killed, the coordinator
 //! restarted, the whole cluster down for 30 s, a tablet server stopped under a partitioned
@@ -8,19 +25,19 @@
 //! the log-line waits and the replay checks at its top; the truncated-log tests add their
 //! expiring cluster halfway down, next to the three tests that use it.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use fluss_source_runner::{logs, Level, LogLine};
+use fluss_source_runner::{Level, LogLine, logs};
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::{TableDescriptor, TablePath};
 use fluss_testkit::fluss::rpc::message::OffsetSpec;
-use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
-use serde_json::{json, Value};
+use fluss_testkit::{Cluster, ClusterOptions, poll_until, tables, unique_table};
+use serde_json::{Value, json};
 
 use crate::failover::config_on;
-use crate::fixture::{assert_bucket_order, ids, rt, Answer, Received, Stream};
+use crate::fixture::{Answer, Received, Stream, assert_bucket_order, ids, rt};
 
 /// Log lines of the instance reading `table` (every plugin line carries `db.table]`).
 fn lines_of(table: &str, since: usize) -> Vec<LogLine> {

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Row filters (`filter`): exactly the matching rows in every payload format, positions past
 //! the filtered-out rows, update pairs of a primary-key changelog split by the filter, and a
 //! bad filter refused at open with one error pointing at its position.
@@ -14,13 +31,13 @@ use std::time::Duration;
 use arrow_array::{Float64Array, Int64Array, StringArray};
 use fluss_testkit::fluss::metadata::{TableDescriptor, TablePath};
 use fluss_testkit::fluss::row::GenericRow;
-use fluss_testkit::write::{write_changes, Change};
+use fluss_testkit::write::{Change, write_changes};
 use fluss_testkit::{tables, unique_table};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::arrow_ipc::decode;
-use crate::bad_input::{refused, Case};
-use crate::fixture::{assert_bucket_order, cluster, config, ids, rt, Answer, Stream};
+use crate::bad_input::{Case, refused};
+use crate::fixture::{Answer, Stream, assert_bucket_order, cluster, config, ids, rt};
 
 const IDLE: Duration = Duration::from_secs(8);
 const ROWS: i64 = 6_000;
@@ -303,7 +320,10 @@ fn a_bad_filter_fails_open_pointing_at_the_position() {
         ),
         Case::new(
             "projected away",
-            config(table, json!({"filter": "amount > 1", "columns": ["id", "name"]})),
+            config(
+                table,
+                json!({"filter": "amount > 1", "columns": ["id", "name"]}),
+            ),
             "`filter`: at column 1: column `amount` is not read: `columns` leaves it out; add it to `columns`",
         ),
     ] {

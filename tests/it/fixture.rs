@@ -1,15 +1,32 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Shared pieces of the integration tests: the loaded plugin, a stream reader that acts like
 //! the runtime (persisting state only on Ack), and table helpers.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use fluss_source_runner::{logs, Batch, Harness, Instance, Level};
+use fluss_source_runner::{Batch, Harness, Instance, Level, logs};
 use fluss_testkit::Cluster;
 use iggy_connector_sdk::{HeaderKey, HeaderValue, Schema};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 pub use fluss_testkit::{plugin_path, rt};
 

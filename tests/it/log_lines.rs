@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Every ERROR and WARN line the plugin logs states each cause once: a cause printed by an
 //! error and again by its chain shows up as a repeated segment.
 //!
@@ -5,10 +22,10 @@
 //! then the ERROR of the failed open), so it checks something whichever tests ran before it
 //! and in whatever order; it also checks every line the tests before it logged in this process.
 
-use fluss_source_runner::{logs, Level};
+use fluss_source_runner::{Level, logs};
 use serde_json::json;
 
-use crate::bad_input::{assert_no_repeated_cause, refused_in_process, Case};
+use crate::bad_input::{Case, assert_no_repeated_cause, refused_in_process};
 
 #[test]
 fn no_error_or_warn_line_repeats_a_cause() {

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Log tables to JSON messages: exactly-once with Acks, resume from saved state, Nack
 //! redelivery, starting offsets, partitions, and every value type.
 
@@ -9,7 +26,7 @@ use fluss_testkit::tables::{self, sample_amount, sample_name, sample_row};
 use fluss_testkit::{unique_table, write};
 use serde_json::json;
 
-use crate::fixture::{assert_bucket_order, cluster, config, ids, rt, Answer, Received, Stream};
+use crate::fixture::{Answer, Received, Stream, assert_bucket_order, cluster, config, ids, rt};
 
 const IDLE: Duration = Duration::from_secs(15);
 
@@ -249,9 +266,11 @@ fn partitions_added_while_streaming_are_read_and_dropped_ones_forgotten() {
     });
     s.read(200, IDLE, Answer::AckAll);
     assert_exactly(&ids(&s.acked), 0..200);
-    assert!(s.acked[100..]
-        .iter()
-        .all(|m| m.partition.as_deref() == Some("us")));
+    assert!(
+        s.acked[100..]
+            .iter()
+            .all(|m| m.partition.as_deref() == Some("us"))
+    );
     rt().block_on(tables::drop_partition(&admin, &path, "region", "eu"));
     rt().block_on(write::append_rows(
         &conn,
@@ -349,7 +368,7 @@ fn a_column_added_while_streaming_reaches_the_next_rows_without_a_restart() {
 
 #[test]
 fn open_batch_and_close_lines_are_logged() {
-    use fluss_source_runner::{logs, Level};
+    use fluss_source_runner::{Level, logs};
     let path = log_table("logging", 2, 0..20);
     let mut s = Stream::open(
         &config(path.table(), json!({"verbose_logging": true})),
@@ -381,8 +400,9 @@ fn open_batch_and_close_lines_are_logged() {
             .any(|l| l.level == Level::Info && l.message.contains("batch handed over messages=")),
         "verbose_logging puts batch lines at INFO: {mine:?}"
     );
-    assert!(mine
-        .iter()
-        .any(|l| l.message.contains("closed after 20 acknowledged messages")));
+    assert!(
+        mine.iter()
+            .any(|l| l.message.contains("closed after 20 acknowledged messages"))
+    );
     assert!(mine.iter().all(|l| l.level != Level::Error));
 }

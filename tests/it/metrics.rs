@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The Prometheus endpoint (`metrics_address`): exact figures against a table of known size,
 //! lag that falls to 0 as the connector catches up, two connectors sharing one endpoint, and
 //! a port that cannot be bound.
@@ -9,8 +26,8 @@ use std::time::Duration;
 use fluss_testkit::metrics::{free_port, of, one, scrape, scrape_until};
 use serde_json::json;
 
-use crate::bad_input::{refused, refused_in_process, Case};
-use crate::fixture::{config, Answer, Stream};
+use crate::bad_input::{Case, refused, refused_in_process};
+use crate::fixture::{Answer, Stream, config};
 use crate::log_tables::log_table;
 
 const IDLE: Duration = Duration::from_secs(15);
@@ -33,9 +50,11 @@ fn lag_is_exact_before_delivery_and_falls_to_zero_once_idle() {
     let high = of(&before, "fluss_source_high_watermark", connector);
     assert_eq!(high.values().sum::<f64>(), 3000.0, "{high:?}");
     assert_eq!(of(&before, "fluss_source_lag_records", connector), high);
-    assert!(of(&before, "fluss_source_position", connector)
-        .values()
-        .all(|p| *p == 0.0));
+    assert!(
+        of(&before, "fluss_source_position", connector)
+            .values()
+            .all(|p| *p == 0.0)
+    );
     assert_eq!(one(&before, "fluss_source_up", connector), 1.0);
     assert_eq!(one(&before, "fluss_source_opens_total", connector), 1.0);
     assert_eq!(
@@ -65,9 +84,11 @@ fn lag_is_exact_before_delivery_and_falls_to_zero_once_idle() {
         high.keys().map(|b| (b.clone(), 0.0)).collect(),
         "no lag, no delay"
     );
-    assert!(of(&after, "fluss_source_snapshot_phase", connector)
-        .values()
-        .all(|p| *p == 0.0));
+    assert!(
+        of(&after, "fluss_source_snapshot_phase", connector)
+            .values()
+            .all(|p| *p == 0.0)
+    );
     let payload: usize = stream.acked.iter().map(|m| m.raw.len()).sum();
     for (name, want) in [
         ("fluss_source_rows_fetched_total", 3000.0),
@@ -161,7 +182,9 @@ fn two_connectors_share_one_endpoint_and_nacks_and_filters_count() {
     refused_in_process(&Case::new(
         "metrics labels taken",
         config(second.table(), json!({"metrics_address": address})),
-        format!("another connector in this process already reports metrics as connector=\"{fb}\" instance=\"0\"; set `metrics_connector` to each connector's key so their series stay apart"),
+        format!(
+            "another connector in this process already reports metrics as connector=\"{fb}\" instance=\"0\"; set `metrics_connector` to each connector's key so their series stay apart"
+        ),
     ));
 
     a.close();
@@ -182,7 +205,12 @@ fn a_port_in_use_fails_open_with_one_error_line() {
     let address = taken.local_addr().expect("address");
     refused(&Case::new(
         "metrics port in use",
-        config(path.table(), json!({"metrics_address": address.to_string()})),
-        format!("metrics_address = \"{address}\" cannot be listened on (Address already in use (os error 98)); choose a free port (or another address) in `metrics_address`, or remove the key to run without metrics"),
+        config(
+            path.table(),
+            json!({"metrics_address": address.to_string()}),
+        ),
+        format!(
+            "metrics_address = \"{address}\" cannot be listened on (Address already in use (os error 98)); choose a free port (or another address) in `metrics_address`, or remove the key to run without metrics"
+        ),
     ));
 }

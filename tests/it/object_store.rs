@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Remote storage on an object store: a cluster whose `remote.data.dir` is on S3 (a local
 //! moto server) uploads its KV snapshots there. The plugin reads them with the session
 //! credentials Fluss hands out (the tablet servers trade their static keys for them through
@@ -7,12 +24,12 @@
 
 use std::time::Duration;
 
-use fluss_source_runner::{logs, Level};
+use fluss_source_runner::{Level, logs};
 use fluss_testkit::s3::S3Server;
-use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
+use fluss_testkit::{Cluster, ClusterOptions, poll_until, tables, unique_table};
 use serde_json::json;
 
-use crate::fixture::{config_on, rt, Answer, Stream};
+use crate::fixture::{Answer, Stream, config_on, rt};
 use crate::pk_script::{apply_script, lookup_all_on, replay, script};
 use crate::snapshots::kv_snapshots_taken;
 

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A primary-key workload shared by the change-event tests: a deterministic script of inserts,
 //! updates (some keys many times) and deletes; writing it; looking every key up; and replaying
 //! delivered events, which must give the same table.
@@ -7,7 +24,7 @@ use std::collections::BTreeMap;
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::fluss::row::{DataGetters, GenericRow};
-use fluss_testkit::write::{write_changes, Change};
+use fluss_testkit::write::{Change, write_changes};
 use serde_json::Value;
 
 use crate::fixture::cluster;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Partition pruning: `partitions` reads only the partitions it selects, also those created
 //! while the stream runs; a partition left out keeps its saved position for a later, wider
 //! selection; a selection the table cannot have is refused at open.
@@ -8,8 +25,8 @@ use fluss_testkit::tables;
 use fluss_testkit::{unique_table, write};
 use serde_json::json;
 
-use crate::bad_input::{refused, Case};
-use crate::fixture::{assert_bucket_order, cluster, config, ids, rt, Answer, Stream};
+use crate::bad_input::{Case, refused};
+use crate::fixture::{Answer, Stream, assert_bucket_order, cluster, config, ids, rt};
 use crate::regions::{add_region, regions_table, write_region};
 
 const IDLE: Duration = Duration::from_secs(15);
@@ -43,10 +60,11 @@ fn only_selected_partitions_are_read_including_new_ones() {
     assert_eq!(s.read(251, Duration::from_secs(4), Answer::AckAll), 250);
     let expected: Vec<i64> = (0..100).chain(200..300).chain(400..450).collect();
     assert_eq!(sorted(ids(&s.acked)), expected, "only eu and ap rows");
-    assert!(s
-        .acked
-        .iter()
-        .all(|m| matches!(m.partition.as_deref(), Some("eu" | "ap"))));
+    assert!(
+        s.acked
+            .iter()
+            .all(|m| matches!(m.partition.as_deref(), Some("eu" | "ap")))
+    );
     assert_bucket_order(&s.acked);
     let state = s.close().expect("state");
     // A restart keeps the selection and reads nothing again.
@@ -101,7 +119,10 @@ fn a_selection_the_table_cannot_have_is_refused_at_open() {
     let cases = [
         Case::new(
             "a key the table is not partitioned by",
-            config(partitioned.table(), json!({"partitions": ["region=eu", "country=fr"]})),
+            config(
+                partitioned.table(),
+                json!({"partitions": ["region=eu", "country=fr"]}),
+            ),
             format!(
                 "`partitions` names the partition key `country`, but table {db}.{} is partitioned by region; use those keys",
                 partitioned.table()

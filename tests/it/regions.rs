@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A partitioned log table for the scale-out, bounded and pruning tests: the sample
 //! partitioned schema, partitioned by `region`, its rows spread over the buckets by `id`
 //! (a bucket key, so every bucket gets rows instead of the sticky writer's one).
@@ -9,7 +26,7 @@ use fluss_testkit::fluss::metadata::{TableDescriptor, TablePath};
 use fluss_testkit::tables::{self, sample_partitioned_row};
 use fluss_testkit::{unique_table, write};
 
-use crate::fixture::{cluster, rt, Answer, Stream};
+use crate::fixture::{Answer, Stream, cluster, rt};
 
 /// Creates a table partitioned by `region` with `buckets` buckets keyed by `id`, and the
 /// partitions `regions`.

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! What a topic holds after the runtime's payload handling (`fluss_source_runner::
 //! runtime_payloads`, the decode-then-encode of `iggy-connectors`), for tables where it
 //! matters: a log table wider than the runtime's ordered-object limit, and 38-digit decimals.
@@ -8,13 +25,13 @@
 use std::time::{Duration, Instant};
 
 use fluss_source_runner::{
-    encode_messages, logs, runtime_payloads, Batch, Level, StreamSchema, ORDERED_KEYS_LIMIT,
+    Batch, Level, ORDERED_KEYS_LIMIT, StreamSchema, encode_messages, logs, runtime_payloads,
 };
 use fluss_testkit::fluss::metadata::{DataTypes, Schema as TableSchema, TablePath};
 use fluss_testkit::fluss::row::{Datum, Decimal, GenericRow};
 use fluss_testkit::{tables, unique_table, write};
 use iggy_connector_sdk::Schema;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::fixture::{cluster, config, harness, rt};
 
@@ -306,7 +323,9 @@ fn wide_decimals_keep_every_digit_as_raw_numbers_or_as_json_strings() {
     let config = config(path.table(), json!({"decimal_format": "number"})).to_string();
     let Err(fluss_source_runner::Error::OpenFailed { id, .. }) = harness().open(&config, None)
     else {
-        panic!("decimal_format = \"number\" with payload_schema = \"json\" and DECIMAL(38,·) must fail open");
+        panic!(
+            "decimal_format = \"number\" with payload_schema = \"json\" and DECIMAL(38,·) must fail open"
+        );
     };
     // A failed open is logged with the instance prefix.
     let tag = format!("fluss[{id} ");

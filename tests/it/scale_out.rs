@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Scale-out: three instances (`instance_index` 0, 1, 2 of `instance_count` 3) share a
 //! partitioned table that gains a partition while they run; a state written under another
 //! share is refused at open; more instances than buckets are named at open.
@@ -5,13 +22,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use fluss_source_runner::{logs, Level};
+use fluss_source_runner::{Level, logs};
 use iggy_connector_fluss_source::position::BucketKey;
 use iggy_connector_fluss_source::scope::share::owner;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::bad_input::{refused, Case};
-use crate::fixture::{assert_bucket_order, config, ids, Answer, Received, Stream};
+use crate::bad_input::{Case, refused};
+use crate::fixture::{Answer, Received, Stream, assert_bucket_order, config, ids};
 use crate::log_tables::log_table;
 use crate::regions::{add_region, partition_ids, read_together, regions_table, write_region};
 

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Columns added while the connector streams (`ALTER TABLE … ADD COLUMN`, on the shared
 //! cluster; each test owns its table): rows written after each change carry the new columns
 //! in JSON, Debezium and Arrow IPC without a restart, rows written before keep their shape, a
@@ -13,11 +30,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::RecordBatch;
 use arrow_schema::DataType as ArrowType;
-use fluss_source_runner::{logs, Level};
+use fluss_source_runner::{Level, logs};
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::{
     AlterTableChanges, DataTypes, DropColumn, ModifyColumn, RenameColumn, Schema, TablePath,
@@ -25,10 +42,10 @@ use fluss_testkit::fluss::metadata::{
 use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::write::{self, Change};
 use fluss_testkit::{tables, unique_table};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::arrow_ipc::decode;
-use crate::fixture::{cluster, config, rt, Answer, Received, Stream};
+use crate::fixture::{Answer, Received, Stream, cluster, config, rt};
 use crate::snapshots::kv_snapshots_caught_up;
 
 const IDLE: Duration = Duration::from_secs(10);

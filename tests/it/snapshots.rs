@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! `starting_offset = "full"`: a primary-key table's buckets first deliver their current rows
 //! (snapshot rows, `op = "r"`), then their changelog. Replaying what arrives must give the
 //! table (compared with a lookup of every key), also when retention removed the head of the
@@ -15,16 +32,16 @@ use std::time::{Duration, Instant};
 
 use arrow_array::{Array, Float64Array, Int64Array, StringArray};
 use arrow_ipc::reader::StreamReader;
-use fluss_source_runner::{logs, Level};
+use fluss_source_runner::{Level, logs};
 use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::{TableDescriptor, TablePath};
 use fluss_testkit::fluss::rpc::message::OffsetSpec;
-use fluss_testkit::{poll_until, tables, unique_table, Cluster, ClusterOptions};
-use serde_json::{json, Value};
+use fluss_testkit::{Cluster, ClusterOptions, poll_until, tables, unique_table};
+use serde_json::{Value, json};
 
 use crate::arrow_ipc::column;
-use crate::fixture::{cluster, rt, Answer, Received, Stream};
-use crate::pk_script::{apply_script, lookup_all, lookup_all_on, replay, script, Op, TableState};
+use crate::fixture::{Answer, Received, Stream, cluster, rt};
+use crate::pk_script::{Op, TableState, apply_script, lookup_all, lookup_all_on, replay, script};
 
 const IDLE: Duration = Duration::from_secs(8);
 
@@ -264,9 +281,11 @@ fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() 
         );
         if format == "debezium" {
             assert!(reads.iter().all(|m| m.payload["before"].is_null()));
-            assert!(reads
-                .iter()
-                .all(|m| m.payload["source"]["offset"].as_i64() == Some(m.offset)));
+            assert!(
+                reads
+                    .iter()
+                    .all(|m| m.payload["source"]["offset"].as_i64() == Some(m.offset))
+            );
         }
         let lines: Vec<String> = logs()
             .into_iter()
@@ -518,7 +537,7 @@ fn writes_and_nacks_during_the_snapshots_still_replay_to_the_table() {
 
 #[test]
 fn kill_9_during_the_snapshots_repeats_at_most_the_batch_in_flight() {
-    use crate::crashes::{stream_with_kills, Rng, KILLS};
+    use crate::crashes::{KILLS, Rng, stream_with_kills};
     const KEYS: i64 = 6400;
     const BUCKETS: i32 = 16;
     const BATCH: usize = 100;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The table changes under a running connector (on the shared cluster; each test owns its
 //! table): dropped while streaming, dropped and re-created under the same name (a restart
 //! from the saved state is refused), and a partition dropped while its bucket still has
@@ -5,13 +22,13 @@
 
 use std::time::Duration;
 
-use fluss_source_runner::{logs, Level, LogLine};
+use fluss_source_runner::{Level, LogLine, logs};
 use fluss_testkit::fluss::metadata::TablePath;
 use fluss_testkit::fluss::rpc::message::OffsetSpec;
 use fluss_testkit::{poll_until, tables, unique_table};
 use serde_json::json;
 
-use crate::fixture::{cluster, config, harness, ids, open_refused, rt, Answer, Stream};
+use crate::fixture::{Answer, Stream, cluster, config, harness, ids, open_refused, rt};
 
 /// Lines of the instance reading `table` after log index `since`, at `level`.
 fn lines_at(table: &str, since: usize, level: Level) -> Vec<LogLine> {
@@ -313,7 +330,11 @@ fn dropped_partition_with_unread_rows_is_forgotten() {
         200_000 - a.len(),
         errors.len(),
         warns.len(),
-        warns.iter().chain(&errors).map(|l| &l.message).collect::<Vec<_>>()
+        warns
+            .iter()
+            .chain(&errors)
+            .map(|l| &l.message)
+            .collect::<Vec<_>>()
     );
     assert!(a.len() < 200_000, "the test must drop A with rows unread");
     assert!(

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The consumer examples of `examples/` against the real runtime: each consumes the topic while
 //! `iggy-connectors` is killed with SIGKILL and restarted twice, the restarts with another
 //! `batch_size` and `max_batch_bytes` (so every replay is cut into messages anew), drops the
@@ -22,9 +39,9 @@ use fluss_testkit::tables::{
     sample_amount, sample_log_schema, sample_name, sample_pk_schema, sample_row,
 };
 use fluss_testkit::write::{self, Change};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::fixture::{append, bucket, connector, create_table, offset, rt, World, DELIVERY};
+use crate::fixture::{DELIVERY, World, append, bucket, connector, create_table, offset, rt};
 
 const BUCKETS: i32 = 3;
 

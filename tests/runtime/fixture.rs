@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! One test's Iggy world (a server, a runtime dir, a temp dir kept when the test fails), the
 //! plugin library, the shared Fluss cluster, and readers of the plugin's headers.
 
@@ -8,8 +25,8 @@ use std::time::Duration;
 use fluss_testkit::fluss::metadata::{Schema, TablePath};
 use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::iggy::{Binaries, ConnectorsRuntime, IggyServer, Message, SourceConnector};
-use fluss_testkit::{tables, unique_table, write, Cluster};
-use serde_json::{json, Value};
+use fluss_testkit::{Cluster, tables, unique_table, write};
+use serde_json::{Value, json};
 
 /// Longest wait for data to go through Fluss, the plugin, the runtime and the server (a
 /// debug build on 2 shared cores moves a few thousand rows in seconds).

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Key order of wide JSON rows. The plugin writes an object's keys in schema order. With
 //! `payload_schema = "raw"` and a `raw` stream the runtime passes those bytes through; with the
 //! default `json` pairing it parses each payload into a simd_json value and writes it again,
@@ -9,9 +26,9 @@ use std::collections::BTreeMap;
 use fluss_testkit::fluss::metadata::{DataTypes, Schema};
 use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::iggy::{Message, Stop};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::fixture::{append, assert_ids, connector, create_table, World};
+use crate::fixture::{World, append, assert_ids, connector, create_table};
 
 const COLUMNS: usize = 40;
 const ROWS: i64 = 200;

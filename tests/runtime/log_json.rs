@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A log table as JSON with the plugin's defaults, through a graceful restart of the runtime
 //! while rows are still being written.
 
@@ -6,11 +23,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use fluss_testkit::iggy::{Message, Stop};
 use fluss_testkit::tables::{sample_amount, sample_log_schema, sample_name, sample_row};
 use iggy_connector_fluss_source::config::DEFAULT_BATCH_SIZE;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::fixture::{
-    append, assert_ids, assert_one_partition, bucket, connector, create_table, lines_with, offset,
-    World,
+    World, append, assert_ids, assert_one_partition, bucket, connector, create_table, lines_with,
+    offset,
 };
 
 const ROWS: i64 = 6000;

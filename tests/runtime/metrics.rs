@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The Prometheus endpoint inside the real runtime: two connectors of one `iggy-connectors`
 //! process share one `metrics_address`, each under its connector key, with exact figures once
 //! every row is in its topic, and the port is free again after the runtime stops.
@@ -10,7 +27,7 @@ use fluss_testkit::metrics::{free_port, of, one, scrape_until};
 use fluss_testkit::tables::{sample_log_schema, sample_row};
 use serde_json::json;
 
-use crate::fixture::{append, connector, create_table, World};
+use crate::fixture::{World, append, connector, create_table};
 
 const ROWS: i64 = 3000;
 

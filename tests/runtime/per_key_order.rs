@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Per-key order through the real runtime: every change of a primary-key table, written in
 //! rounds that interleave the keys, reaches a one-partition topic in the order it was written,
 //! key by key. This is what the README's "Per-key order and topic partitions" promises.
@@ -8,10 +25,10 @@ use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::iggy::Stop;
 use fluss_testkit::tables::sample_pk_schema;
 use fluss_testkit::write::{self, Change};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::fixture::{
-    assert_ids, assert_one_partition, bucket, connector, create_table, offset, rt, World,
+    World, assert_ids, assert_one_partition, bucket, connector, create_table, offset, rt,
 };
 
 const TOPIC: &str = "customers_in_order";

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Columns added to a log table while the real runtime streams it as JSON (`payload_schema =
 //! "raw"`, so the payload bytes are the plugin's): each row arrives with the columns of the
 //! schema it was written with, and the runtime log holds one INFO line per change.
@@ -7,10 +24,10 @@ use std::collections::BTreeMap;
 use fluss_testkit::fluss::metadata::{DataTypes, Schema};
 use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::iggy::Stop;
-use fluss_testkit::{rt, tables, Cluster};
+use fluss_testkit::{Cluster, rt, tables};
 use serde_json::json;
 
-use crate::fixture::{append, connector, create_table, lines_with, World};
+use crate::fixture::{World, append, connector, create_table, lines_with};
 
 const TOPIC: &str = "evolving";
 const KEY: &str = "fluss_evolving";

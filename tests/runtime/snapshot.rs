@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A primary-key table with many keys snapshotted through the runtime (`starting_offset =
 //! "full"`, the default): every live key arrives once as a Debezium `r` event read from the
 //! buckets' KV snapshot files, and replaying them key by key gives the table.
@@ -9,10 +26,10 @@ use fluss_testkit::fluss::rpc::message::OffsetSpec;
 use fluss_testkit::iggy::Stop;
 use fluss_testkit::tables::{sample_amount, sample_name, sample_pk_schema, sample_row};
 use fluss_testkit::write::{self, Change};
-use fluss_testkit::{poll_until, Cluster};
-use serde_json::{json, Value};
+use fluss_testkit::{Cluster, poll_until};
+use serde_json::{Value, json};
 
-use crate::fixture::{connector, create_table, rt, World, STREAM};
+use crate::fixture::{STREAM, World, connector, create_table, rt};
 
 const TOPIC: &str = "customers_snapshot";
 const KEYS: i64 = 200_000;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The connector's message id, where each row of a message sits in its bucket, and the last
 //! row applied per Fluss bucket.
 //!
@@ -56,7 +73,7 @@ impl MessageId {
             0b00 => {
                 return Err(format!(
                     "message id {id:#x} has layout 00, not a Fluss source id"
-                ))
+                ));
             }
             0b01 => Row::Log {
                 offset: (id & ((1 << 56) - 1)) as u64,

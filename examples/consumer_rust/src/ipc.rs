@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Arrow IPC payloads decoded over the message's own bytes.
 //!
 //! Each payload is one IPC stream (schema, one record batch, end marker). `Buffer::from(Bytes)`
@@ -87,8 +104,8 @@ mod tests {
     use std::sync::Arc;
 
     use arrow_array::{Decimal128Array, Int64Array, StringArray};
-    use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
     use arrow_ipc::CompressionType;
+    use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
     use arrow_schema::{DataType, Field, Schema};
 
     use super::*;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A consumer of the Fluss source connector's topic that applies every row exactly once and
 //! decodes Arrow IPC payloads without copying them (docs/consuming.md).
 //!
@@ -32,7 +49,7 @@ use arrow_schema::{DataType, Field, Schema};
 use dedup::{BucketId, Deduplicator, MessageId, Positions};
 use iggy::prelude::*;
 use ipc::Decoded;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Format {

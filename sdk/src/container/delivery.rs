@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! The poll loop of one instance and its timing ([`BatchPolicy`]).
 //!
 //! Per instance exactly one batch is in flight: poll → send → wait for the result → run
@@ -7,7 +24,7 @@
 //! batch's encoding) runs. Nacks and poll errors back off
 //! ([`BatchPolicy::backoff`]); too many Nacks in a row stop the loop.
 
-use std::sync::{mpsc, Arc, PoisonError};
+use std::sync::{Arc, PoisonError, mpsc};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 use tracing::{debug, error, warn};
@@ -286,7 +303,9 @@ async fn deliver(
         Some(0) => {}
         refused => {
             if let Some(code) = refused {
-                warn!("{prefix}: runtime refused batch {batch_id} (send callback returned {code}); rolling back");
+                warn!(
+                    "{prefix}: runtime refused batch {batch_id} (send callback returned {code}); rolling back"
+                );
             }
             return reclaim(shared, rx, refused.is_none()).await;
         }

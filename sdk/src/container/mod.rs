@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Live plugin instances keyed by plugin id: the registry behind the `extern "C"` entry
 //! points `open`, `handle`, `batch_result` and `close`, and the state an instance shares
 //! with its poll loop (`delivery.rs` runs that loop).
@@ -9,13 +26,13 @@ mod delivery;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use tokio::sync::{oneshot, watch};
 use tracing::{debug, error, info, warn};
 
 use crate::error::{chain, panic_message};
 use crate::message::ConnectorState;
-use crate::{runtime, Source, SourceBatchResult};
+use crate::{Source, SourceBatchResult, runtime};
 use delivery::poll_loop;
 
 pub use delivery::BatchPolicy;
@@ -142,7 +159,9 @@ impl<T: Source> Container<T> {
         {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
             if slots.contains_key(&id) {
-                error!("{prefix}: open refused: id {id} is already open. the runtime never reuses ids; check the caller");
+                error!(
+                    "{prefix}: open refused: id {id} is already open. the runtime never reuses ids; check the caller"
+                );
                 return -1;
             }
             let shared = Arc::new(Shared {
@@ -268,7 +287,9 @@ impl<T: Source> Container<T> {
             0 => (SourceBatchResult::Ack, true),
             1 => (SourceBatchResult::Nack, true),
             other => {
-                warn!("{prefix}: batch {batch_id}: result byte {other} is neither 0 (Ack) nor 1 (Nack); treating it as Nack");
+                warn!(
+                    "{prefix}: batch {batch_id}: result byte {other} is neither 0 (Ack) nor 1 (Nack); treating it as Nack"
+                );
                 (SourceBatchResult::Nack, false)
             }
         };
@@ -288,7 +309,9 @@ impl<T: Source> Container<T> {
                     return -1;
                 }
                 None => {
-                    warn!("{prefix}: result for batch {batch_id} ignored: no batch is awaiting a result (late after a timeout?)");
+                    warn!(
+                        "{prefix}: result for batch {batch_id} ignored: no batch is awaiting a result (late after a timeout?)"
+                    );
                     return -1;
                 }
             }

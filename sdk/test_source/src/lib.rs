@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A counting source for testing the SDK and the runner over the real C ABI.
 //!
 //! Config (all optional; `null` = defaults):
@@ -23,8 +40,8 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use iggy_connector_sdk::{
-    source_connector, ConnectorState, HeaderKey, HeaderValue, ProducedMessage, ProducedMessages,
-    Schema, Source, SourceBatchResult,
+    ConnectorState, HeaderKey, HeaderValue, ProducedMessage, ProducedMessages, Schema, Source,
+    SourceBatchResult, source_connector,
 };
 use serde::{Deserialize, Serialize};
 use snafu::{ResultExt, Snafu};
@@ -155,7 +172,7 @@ impl Shape {
             (Some(_), Some(_)) => {
                 return Err(shape_error(
                     "`payload` and `payload_size` exclude each other; keep one",
-                ))
+                ));
             }
             (Some(text), None) => Payload::Literal(text.clone().into_bytes()),
             (None, Some(size)) => Payload::Padded(size),
@@ -201,7 +218,7 @@ impl Shape {
                             return Err(shape_error(format!(
                                 "header {}: kind \"{other}\" is not one of int32, int64, uint64, bool, string, raw",
                                 spec.name
-                            )))
+                            )));
                         }
                     };
                     if !matches!(varies, Varies::Fixed) {
@@ -322,10 +339,10 @@ impl Source for TestSource {
             tokio::time::sleep(Duration::from_millis(10)).await;
             return Ok(ProducedMessages::empty(self.shape.schema));
         }
-        if let Some(at) = self.panic_at {
-            if (start..end).contains(&at) {
-                panic!("test source {}: panic_in_poll_at = {at}", self.id);
-            }
+        if let Some(at) = self.panic_at
+            && (start..end).contains(&at)
+        {
+            panic!("test source {}: panic_in_poll_at = {at}", self.id);
         }
         let messages = (start..end).map(|k| self.shape.message(k)).collect();
         self.staged.push_back(end);

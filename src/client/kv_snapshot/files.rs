@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A bucket's KV snapshot files, copied from remote storage (through fluss-rs's `FileIO`:
 //! a local or shared file system, or S3 and OSS with the credentials Fluss hands out) into a
 //! directory of their own under `snapshot_dir`, under the file names RocksDB expects. The
@@ -8,11 +25,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use fluss::io::{FileIO, FileRead};
 use fluss::SnapshotId;
+use fluss::io::{FileIO, FileRead};
 
-use crate::client::connect::{call, CALL_TIMEOUT};
-use crate::client::kv_snapshot::credentials::{needs_credentials, SharedCredentials};
+use crate::client::connect::{CALL_TIMEOUT, call};
+use crate::client::kv_snapshot::credentials::{SharedCredentials, needs_credentials};
 use crate::client::table::Table;
 use crate::error::{Error, Result};
 use crate::position::{BucketKey, Offset};

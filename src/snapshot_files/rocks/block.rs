@@ -1,9 +1,26 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! One block of a table: where it lies ([`Handle`]), its trailer (compression type and
 //! checksum, checked on every read), its decompression, and its entries: keys stored as
 //! the bytes they share with the previous key plus the rest, followed by the restart array.
 
-use super::coding::{masked_crc32c, Reader};
 use super::Malformed;
+use super::coding::{Reader, masked_crc32c};
 
 /// Bytes after every block: the compression type and a 32-bit checksum.
 pub(super) const TRAILER: usize = 5;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Which table files hold a checkpoint's data: `CURRENT` names the MANIFEST, a log of
 //! version edits (files added to and deleted from the levels of each column family), read
 //! here for the default column family.
@@ -5,8 +22,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::coding::{masked_crc32c, Reader};
 use super::Malformed;
+use super::coding::{Reader, masked_crc32c};
 
 /// Bytes of a block of the log format; records never straddle a block's last 6 bytes.
 const LOG_BLOCK: usize = 32 * 1024;
@@ -99,7 +116,7 @@ fn records(bytes: &[u8]) -> Result<Vec<Vec<u8>>, Malformed> {
                 _ => {
                     return Err(Malformed::Unsupported(format!(
                         "a log record fragment of type {kind} here"
-                    )))
+                    )));
                 }
             }
         }

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! One table file (`NNNNNN.sst`, RocksDB's block-based format, versions 0 to 5): its footer,
 //! its properties, its index (one block, or a top level over partitions) and its data
 //! blocks read in order, a window of the file at a time.
@@ -7,9 +24,9 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use super::Malformed;
 use super::block::{Checksum, Decoder, Entries, Handle, Values};
 use super::coding::Reader;
-use super::Malformed;
 
 /// The footer's magic number of block-based tables of format version 1 and up.
 const MAGIC: u64 = 0x88e2_41b7_85f4_cff7;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Open-time wiring: the parts `open` builds from the configuration and the resolved table
 //! (the filter and its pushdown, the starting positions, the stamper, the encoder, the batch
 //! schema) and the open line's summary;
@@ -11,14 +28,14 @@ use crate::sdk::Schema;
 use crate::client::discovery::PartitionNames;
 use crate::client::offsets;
 use crate::client::table::Table;
-use crate::config::options::{Choice, HeaderSet, PayloadFormat, PayloadSchema, StartingOffset};
 use crate::config::Config;
+use crate::config::options::{Choice, HeaderSet, PayloadFormat, PayloadSchema, StartingOffset};
 use crate::encode::cdc::ChangeMessages;
 use crate::encode::ipc::{IpcMessages, Leading};
 use crate::encode::stamp::Stamper;
-use crate::encode::{rows::RowMessages, Encoder};
+use crate::encode::{Encoder, rows::RowMessages};
 use crate::error::Result;
-use crate::filter::{pushdown, Filter};
+use crate::filter::{Filter, pushdown};
 use crate::metrics::{Labels, Metrics};
 use crate::position::{BucketKey, Position, Positions};
 use crate::scope::stop::Stop;

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! A bucket's snapshot (`starting_offset = "full"`) while it is handed over: its rows, read
 //! from the bucket's KV snapshot a bounded Arrow batch at a time and turned into records a
 //! chunk at a time, so memory does not grow with the bucket.
@@ -6,10 +23,10 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use arrow_array::RecordBatch;
+use fluss::SnapshotId;
 use fluss::metadata::RowType;
 use fluss::record::{ChangeType, ScanRecord};
 use fluss::row::ColumnarRow;
-use fluss::SnapshotId;
 
 use crate::encode::stamp::{BucketStamp, SnapshotIndex};
 use crate::error::{Error, Result};

@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Taking bucket snapshots (`starting_offset = "full"`) while polling, from the buckets' KV
 //! snapshot files (see [`crate::client::kv_snapshot`]): handed over one bucket at a time (the
 //! next one opened meanwhile, [`ahead`]), read a bounded batch at a time on a thread of its
@@ -19,8 +36,8 @@ mod opening;
 use std::sync::Arc;
 use std::time::Instant;
 
-use fluss::rpc::message::OffsetSpec;
 use fluss::SnapshotId;
+use fluss::rpc::message::OffsetSpec;
 
 use crate::client::discovery::PartitionNames;
 use crate::client::kv_snapshot::credentials::SharedCredentials;
@@ -211,7 +228,7 @@ impl Snapshots {
                         return result.map(|mut opened| {
                             opened.first_index = resume.kept.unwrap_or(opened.skipped);
                             Some(opened)
-                        })
+                        });
                     }
                 }
             } else {
@@ -223,19 +240,21 @@ impl Snapshots {
                     resume.snapshot, resume.rows
                 ));
             }
-        } else if let Some(turn) = self.ahead.take(key).await {
-            match turn {
-                // Opened while the buckets before it were handed over; its time counts from
-                // its turn.
-                Turn::Opened(copied) => {
-                    return unanswered_if_gone(key, copied).map(|copied| {
-                        let mut opened = copied.logged(telemetry);
-                        opened.started = started;
-                        Some(opened)
-                    })
+        } else {
+            if let Some(turn) = self.ahead.take(key).await {
+                match turn {
+                    // Opened while the buckets before it were handed over; its time counts from
+                    // its turn.
+                    Turn::Opened(copied) => {
+                        return unanswered_if_gone(key, copied).map(|copied| {
+                            let mut opened = copied.logged(telemetry);
+                            opened.started = started;
+                            Some(opened)
+                        });
+                    }
+                    // Too large to open ahead: opened now, below.
+                    Turn::TooLarge(leased) => self.listed.keep(key, leased),
                 }
-                // Too large to open ahead: opened now, below.
-                Turn::TooLarge(leased) => self.listed.keep(key, leased),
             }
         }
         let leased = self

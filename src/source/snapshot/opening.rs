@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! What opening a bucket's KV snapshot takes, owned and shared by the buckets listed together
 //! ([`super::listed`]), so it can run on a task of its own ([`super::ahead`]): copying the snapshot's files into `snapshot_dir` and opening them past
 //! the rows an earlier attempt handed over, their first batches read on a thread of their own.
@@ -6,20 +23,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fluss::metadata::RowType;
 use fluss::SnapshotId;
+use fluss::metadata::RowType;
 
 use crate::client::kv_snapshot::credentials::SharedCredentials;
 use crate::client::kv_snapshot::files;
 use crate::client::schema_fetch;
 use crate::client::table::Table;
-use crate::config::options::PayloadFormat;
 use crate::config::Config;
+use crate::config::options::PayloadFormat;
 use crate::error::Result;
 use crate::position::BucketKey;
+use crate::snapshot_files::Opened;
 use crate::snapshot_files::ahead::ReadAhead;
 use crate::snapshot_files::rows::{KvRows, Layout};
-use crate::snapshot_files::Opened;
 use crate::source::schema_changes;
 use crate::source::telemetry::Telemetry;
 

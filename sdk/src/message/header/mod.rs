@@ -1,3 +1,20 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! Header keys and values of a message (contract §3.2): [`HeaderKind`], [`HeaderField`]
 //! (alias [`HeaderKey`] / [`HeaderValue`]), their postcard layout (kind index, then the
 //! bytes as base64 text, in `wire.rs`).
@@ -17,10 +34,10 @@ mod wire;
 
 pub use crate::header_kind::HeaderKind;
 
-use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use snafu::{ensure, ResultExt};
+use snafu::{ResultExt, ensure};
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};

@@ -1,17 +1,34 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
 //! How a header field goes on the wire: serde as a `{kind, value}` struct whose value is
 //! standard base64 text (postcard: the kind's index, then the text's length and bytes).
 //! Short values are encoded by hand into a stack buffer; decoding accepts padding or none.
 
-use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
-use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
+use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use bytes::Bytes;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
-use super::{HeaderField, HeaderKind, Repr, INLINE_CAPACITY};
+use super::{HeaderField, HeaderKind, INLINE_CAPACITY, Repr};
 
 /// Base64 of a 255-byte value is 340 characters; anything longer goes to the heap.
 const B64_STACK: usize = 344;
