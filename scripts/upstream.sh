@@ -92,6 +92,11 @@ if "**fluss_source**" not in text:
     open(path, "w").write(text)
 PY
 
-# The new crates into Cargo.lock; every version already locked stays as it is.
-(cd "$iggy" && cargo update --workspace --quiet) || die "cargo update --workspace failed in $iggy"
+# The new crates into Cargo.lock; every version already locked stays as it is. The checkout's
+# rust-toolchain.toml names the toolchain cargo runs with: `rustup toolchain install` in IGGY_DIR
+# installs it, or RUSTUP_TOOLCHAIN names another of at least the workspace's rust-version.
+if ! output=$(cd "$iggy" && cargo update --workspace 2>&1); then
+  echo "$output" | head -n 5 >&2
+  die "cargo update --workspace failed in $iggy (above)"
+fi
 echo "upstream: $dest (version $version); build it with: cd $iggy && cargo build --release -p iggy_connector_fluss_source" >&2

@@ -168,11 +168,9 @@ fn count(text: &str) -> Census {
             }
             *left = (4 + length).saturating_sub(written);
         } else {
-            if *key_pending {
-                if let Some(key) = api(&bytes, 0) {
-                    *counts.entry((port, key)).or_default() += 1;
-                    *key_pending = false;
-                }
+            if *key_pending && let Some(key) = api(&bytes, 0) {
+                *counts.entry((port, key)).or_default() += 1;
+                *key_pending = false;
             }
             *left = left.saturating_sub(written);
         }

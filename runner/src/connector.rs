@@ -169,10 +169,10 @@ pub fn infer_env_value(text: &str) -> serde_json::Value {
     if let Ok(uint) = trimmed.parse::<u64>() {
         return uint.into();
     }
-    if let Ok(float) = trimmed.parse::<f64>() {
-        if let Some(number) = serde_json::Number::from_f64(float) {
-            return serde_json::Value::Number(number);
-        }
+    if let Ok(float) = trimmed.parse::<f64>()
+        && let Some(number) = serde_json::Number::from_f64(float)
+    {
+        return serde_json::Value::Number(number);
     }
     if let Some(inner) = trimmed.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
         if inner.trim().is_empty() {
@@ -200,35 +200,35 @@ pub fn resolve_plugin_path(path: &str) -> Result<PathBuf> {
     if candidate.exists() {
         return Ok(candidate);
     }
-    if candidate.is_relative() {
-        if let Some(name) = candidate.file_name() {
-            let mut dirs = Vec::new();
-            if let Some(dir) = std::env::current_exe()
-                .ok()
-                .and_then(|e| e.parent().map(Path::to_path_buf))
-            {
-                dirs.push(dir);
+    if candidate.is_relative()
+        && let Some(name) = candidate.file_name()
+    {
+        let mut dirs = Vec::new();
+        if let Some(dir) = std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(Path::to_path_buf))
+        {
+            dirs.push(dir);
+        }
+        if let Ok(cwd) = std::env::current_dir() {
+            dirs.push(cwd);
+        }
+        for dir in [
+            "/usr/lib",
+            "/usr/lib64",
+            "/lib",
+            "/lib64",
+            "/usr/local/lib",
+            "/usr/local/lib64",
+        ] {
+            dirs.push(PathBuf::from(dir));
+        }
+        for dir in dirs {
+            let found = dir.join(name);
+            if found.exists() {
+                return Ok(found);
             }
-            if let Ok(cwd) = std::env::current_dir() {
-                dirs.push(cwd);
-            }
-            for dir in [
-                "/usr/lib",
-                "/usr/lib64",
-                "/lib",
-                "/lib64",
-                "/usr/local/lib",
-                "/usr/local/lib64",
-            ] {
-                dirs.push(PathBuf::from(dir));
-            }
-            for dir in dirs {
-                let found = dir.join(name);
-                if found.exists() {
-                    return Ok(found);
-                }
-                searched.push(found);
-            }
+            searched.push(found);
         }
     }
     PluginNotFoundSnafu {

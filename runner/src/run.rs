@@ -164,7 +164,7 @@ pub fn run(options: RunOptions) -> Result<RunSummary> {
         summary.batches += 1;
         let nack = options
             .nack_every
-            .is_some_and(|every| every > 0 && summary.batches % every == 0);
+            .is_some_and(|every| every > 0 && summary.batches.is_multiple_of(every));
         lines.clear();
         match output::render_batch(&batch, options.stream_schema, &mut lines) {
             Err(rejection) => {

@@ -35,11 +35,11 @@ use crate::schemas::Change;
 pub async fn learn(table: &Table, records: &[ScanRecord]) -> Result<Vec<Change>> {
     let mut unknown = false;
     for (_, _, batch) in batch_runs(records) {
-        if let Some(batch) = batch {
-            if !table.schemas.knows(batch.num_columns()) {
-                unknown = true;
-                break;
-            }
+        if let Some(batch) = batch
+            && !table.schemas.knows(batch.num_columns())
+        {
+            unknown = true;
+            break;
         }
     }
     if !unknown {

@@ -195,10 +195,10 @@ fn project(
     }
     if primary_key {
         for key in info.get_primary_keys() {
-            if let Some(index) = row_type.get_field_index(key) {
-                if !indexes.contains(&index) {
-                    indexes.push(index);
-                }
+            if let Some(index) = row_type.get_field_index(key)
+                && !indexes.contains(&index)
+            {
+                indexes.push(index);
             }
         }
     }

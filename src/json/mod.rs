@@ -112,11 +112,11 @@ struct NullableEncoder<'a> {
 impl NullableEncoder<'_> {
     #[inline]
     fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
-        if let Some(nulls) = self.nulls {
-            if nulls.is_null(idx) {
-                out.extend_from_slice(b"null");
-                return;
-            }
+        if let Some(nulls) = self.nulls
+            && nulls.is_null(idx)
+        {
+            out.extend_from_slice(b"null");
+            return;
         }
         self.encoder.encode(idx, out);
     }

@@ -447,10 +447,11 @@ impl FlussSource {
                 .await?;
         }
         let interval = self.config.partition_discovery_interval;
-        if self.table.info.is_partitioned() && self.upkeep.discovery_due(Instant::now(), interval) {
-            if let Err(e) = self.discover().await {
-                self.telemetry.retrying("listing partitions failed", &e);
-            }
+        if self.table.info.is_partitioned()
+            && self.upkeep.discovery_due(Instant::now(), interval)
+            && let Err(e) = self.discover().await
+        {
+            self.telemetry.retrying("listing partitions failed", &e);
         }
         self.snapshots
             .renew_lease(&self.table, &mut self.telemetry)

@@ -242,12 +242,11 @@ fn named_sections(text: &str) -> Vec<(String, String)> {
         let punct = after.trim_start_matches([',', ':']);
         let spaced = punct.trim_start();
         let quoted = spaced.strip_prefix('(').unwrap_or(spaced).strip_prefix('"');
-        if spaced.len() < punct.len() {
-            if let Some(heading) = quoted.and_then(|q| q.split('"').next()) {
-                if heading.len() <= 80 {
-                    found.push((doc, heading.to_owned()));
-                }
-            }
+        if spaced.len() < punct.len()
+            && let Some(heading) = quoted.and_then(|q| q.split('"').next())
+            && heading.len() <= 80
+        {
+            found.push((doc, heading.to_owned()));
         }
         rest = &rest[start + name_len..];
     }

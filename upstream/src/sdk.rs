@@ -27,7 +27,9 @@
 //!   followed by a pause (100 ms, doubled per failure in a row up to 5 s) and an empty batch;
 //! - it does not log why `open` failed: the error and its causes are logged here;
 //! - it does not catch panics: one in the source is logged, and the instance stops producing
-//!   until it is restarted.
+//!   until it is restarted;
+//! - it stops polling after [`NACKS_IN_A_ROW`] Nacks in a row with a line that names no cause:
+//!   the line logged here says what it means and how to recover.
 //!
 //! The SDK polls the next batch only after the previous one's result, so
 //! [`FlussSource::poll_ahead`] goes unused.
@@ -51,6 +53,8 @@ use crate::source::FlussSource;
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 /// The longest pause after failed polls.
 const MOST_PAUSE: Duration = Duration::from_secs(5);
+/// Nacks in a row after which the SDK's container stops polling.
+const NACKS_IN_A_ROW: u32 = 5;
 
 /// The instance the SDK holds: the connector file's values until `open`, then the source.
 pub struct FlussConnector {
@@ -70,6 +74,8 @@ struct Inner {
     staged: bool,
     /// Failed polls in a row.
     failures: u32,
+    /// Nacks in a row, of every batch (as the SDK's container counts them).
+    nacks: u32,
     /// A panic stopped the instance.
     stopped: bool,
 }
@@ -87,17 +93,23 @@ impl FlussConnector {
             inner: Mutex::new(Inner::default()),
         }
     }
-
 }
 
 /// Logs a panic of the source during `during`: the instance stops producing until restarted.
-fn stop_after_panic(prefix: &str, inner: &mut Inner, during: &str, panic: &(dyn std::any::Any + Send)) {
+fn stop_after_panic(
+    prefix: &str,
+    inner: &mut Inner,
+    during: &str,
+    panic: &(dyn std::any::Any + Send),
+) {
     let message = panic
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "non-string panic payload".to_owned());
-    tracing::error!("{prefix}: panic in {during}: {message}; the instance stops producing until restarted");
+    tracing::error!(
+        "{prefix}: panic in {during}: {message}; the instance stops producing until restarted"
+    );
     inner.source = None;
     inner.stopped = true;
 }
@@ -190,6 +202,16 @@ impl iggy_connector_sdk::Source for FlussConnector {
         result: SourceBatchResult,
     ) -> Result<(), iggy_connector_sdk::Error> {
         let mut inner = self.inner.lock().await;
+        inner.nacks = match result {
+            SourceBatchResult::Ack => 0,
+            SourceBatchResult::Nack => inner.nacks.saturating_add(1),
+        };
+        if inner.nacks == NACKS_IN_A_ROW {
+            tracing::error!(
+                "{}: the runtime did not accept {NACKS_IN_A_ROW} batches in a row, so polling stops until the connector is restarted; nothing after the last accepted batch was acknowledged, so nothing is lost. Likely causes: the `[[streams]] schema` does not fit the payloads (the runtime logs \"Rejected source batch\" or \"Failed to decode message payload\"; raw payloads need `schema = \"raw\"`, JSON payloads declared as json need `schema = \"json\"`), or the Iggy server cannot be reached (the runtime logs \"Failed to send\"). Fix the cause, then restart the connector",
+                self.prefix
+            );
+        }
         if !std::mem::take(&mut inner.staged) {
             return Ok(());
         }

@@ -40,7 +40,10 @@ use crate::{Source, SourceBatchResult};
 /// * `IGGY_SOURCE_RESULT_TIMEOUT_MS`: wait for a batch result (default 30000);
 /// * `IGGY_SOURCE_NACK_BACKOFF_MS`: first Nack/poll-error backoff, doubled per repeat (100);
 /// * `IGGY_SOURCE_MAX_BACKOFF_MS`: backoff cap (5000);
-/// * `IGGY_SOURCE_MAX_NACKS`: consecutive Nacks after which polling stops (5).
+/// * `IGGY_SOURCE_MAX_NACKS`: consecutive Nacks after which polling stops (5);
+/// * `IGGY_SOURCE_POLL_AHEAD`: `0` never polls ahead, whatever the source says (as the
+///   upstream SDK's container, which polls the next batch only after the previous one's
+///   result); any other value or none leaves it to [`Source::poll_ahead`].
 #[derive(Debug, Clone)]
 pub struct BatchPolicy {
     /// A batch without a result after this long counts as Nacked.
@@ -55,6 +58,8 @@ pub struct BatchPolicy {
     pub hook_timeout: Duration,
     /// Longest `iggy_source_close` waits for the loop, then for the plugin's `close`.
     pub close_timeout: Duration,
+    /// Whether a source that asks to poll ahead ([`Source::poll_ahead`]) may.
+    pub poll_ahead: bool,
 }
 
 impl Default for BatchPolicy {
@@ -66,6 +71,7 @@ impl Default for BatchPolicy {
             max_consecutive_nacks: 5,
             hook_timeout: Duration::from_secs(30),
             close_timeout: Duration::from_secs(10),
+            poll_ahead: true,
         }
     }
 }
@@ -89,6 +95,9 @@ impl BatchPolicy {
                 .ok()
                 .and_then(|text| text.trim().parse().ok())
                 .unwrap_or(defaults.max_consecutive_nacks),
+            poll_ahead: std::env::var("IGGY_SOURCE_POLL_AHEAD")
+                .ok()
+                .is_none_or(|v| v.trim() != "0"),
             ..defaults
         }
     }
@@ -349,7 +358,7 @@ pub(super) async fn poll_loop<T: Source>(
 ) -> T {
     let prefix = &shared.prefix;
     let policy = shared.policy.clone();
-    let poll_ahead = source.poll_ahead();
+    let poll_ahead = shared.policy.poll_ahead && source.poll_ahead();
     // Without its thread, the loop calls the send callback itself before it polls ahead.
     let sender = poll_ahead
         .then(|| match SendThread::start(shared.clone(), send) {

@@ -113,10 +113,10 @@ impl Decoder {
         let (content, trailer) = raw.split_at(raw.len() - TRAILER);
         let kind = trailer[0];
         let stored = u32::from_le_bytes([trailer[1], trailer[2], trailer[3], trailer[4]]);
-        if let Some(computed) = self.checksum.of(content, kind) {
-            if computed != stored {
-                return Err(Malformed::Checksum);
-            }
+        if let Some(computed) = self.checksum.of(content, kind)
+            && computed != stored
+        {
+            return Err(Malformed::Checksum);
         }
         out.clear();
         match kind {

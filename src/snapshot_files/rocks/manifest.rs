@@ -61,13 +61,13 @@ pub(super) fn live_files(bytes: &[u8]) -> Result<Vec<LiveFile>, Malformed> {
         if edit.column_family != 0 {
             continue;
         }
-        if let Some(comparator) = &edit.comparator {
-            if comparator.as_slice() != BYTEWISE {
-                return Err(Malformed::Unsupported(format!(
-                    "the key order {:?}",
-                    String::from_utf8_lossy(comparator)
-                )));
-            }
+        if let Some(comparator) = &edit.comparator
+            && comparator.as_slice() != BYTEWISE
+        {
+            return Err(Malformed::Unsupported(format!(
+                "the key order {:?}",
+                String::from_utf8_lossy(comparator)
+            )));
         }
         for (level, number) in edit.deleted {
             if files.get(&number).is_some_and(|file| file.level == level) {

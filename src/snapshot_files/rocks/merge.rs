@@ -52,13 +52,12 @@ impl Run {
     /// Moves to the next entry; `false` after the run's last.
     fn advance(&mut self) -> Result<bool, Error> {
         loop {
-            if let Some((path, table)) = &mut self.table {
-                if table
+            if let Some((path, table)) = &mut self.table
+                && table
                     .advance()
                     .map_err(|problem| Error::at(path, problem))?
-                {
-                    return Ok(true);
-                }
+            {
+                return Ok(true);
             }
             let Some(path) = self.files.pop_front() else {
                 self.table = None;

@@ -140,10 +140,10 @@ impl Table {
     /// Moves to the next entry of the data blocks; `false` after the last.
     pub(super) fn advance(&mut self) -> Result<bool, Malformed> {
         loop {
-            if let Some(entries) = &mut self.entries {
-                if entries.advance()? {
-                    return Ok(true);
-                }
+            if let Some(entries) = &mut self.entries
+                && entries.advance()?
+            {
+                return Ok(true);
             }
             if let Some(done) = self.entries.take() {
                 self.spare = done.into_buffer();

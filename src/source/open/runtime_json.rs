@@ -56,18 +56,17 @@ pub fn check(
     {
         return Ok(None);
     }
-    if config.json.decimal == DecimalFormat::Number {
-        if let Some((column, precision, scale)) = fields
+    if config.json.decimal == DecimalFormat::Number
+        && let Some((column, precision, scale)) = fields
             .iter()
             .find_map(|f| too_wide_decimal(f.name(), f.data_type()))
-        {
-            return Err(ConfigError {
-                key: "decimal_format",
-                message: format!(
-                    "`decimal_format` = \"number\" cannot pass through the runtime with `payload_schema` = \"json\": column \"{column}\" is DECIMAL({precision},{scale}), and the runtime parses JSON numbers as 64-bit integers or doubles ({FRACTION_DIGITS} significant digits), so it would reject the batches or round the values; use `decimal_format = \"string\"`, or `payload_schema = \"raw\"` with `schema = \"raw\"` in [[streams]]"
-                ),
-            });
-        }
+    {
+        return Err(ConfigError {
+            key: "decimal_format",
+            message: format!(
+                "`decimal_format` = \"number\" cannot pass through the runtime with `payload_schema` = \"json\": column \"{column}\" is DECIMAL({precision},{scale}), and the runtime parses JSON numbers as 64-bit integers or doubles ({FRACTION_DIGITS} significant digits), so it would reject the batches or round the values; use `decimal_format = \"string\"`, or `payload_schema = \"raw\"` with `schema = \"raw\"` in [[streams]]"
+            ),
+        });
     }
     let (what, keys) = widest_object(config, fields, changelog);
     Ok((keys > KEY_ORDER_LIMIT).then(|| {

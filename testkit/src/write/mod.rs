@@ -151,10 +151,10 @@ impl<'p> Acks<'p> {
     async fn push(&mut self, ack: WriteResultFuture) {
         self.pending.push_back((self.count, ack));
         self.count += 1;
-        if self.pending.len() > ACKS_IN_FLIGHT {
-            if let Some((row, oldest)) = self.pending.pop_front() {
-                self.check(row, oldest).await;
-            }
+        if self.pending.len() > ACKS_IN_FLIGHT
+            && let Some((row, oldest)) = self.pending.pop_front()
+        {
+            self.check(row, oldest).await;
         }
     }
 

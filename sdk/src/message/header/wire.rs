@@ -137,10 +137,10 @@ impl<'de> Deserialize<'de> for DecodedValue {
                     }
                 }
                 let mut buf = [0_u8; B64_STACK];
-                if text.len() <= B64_STACK {
-                    if let Ok(len) = B64_LENIENT.decode_slice(text, &mut buf) {
-                        return Ok(DecodedValue(Repr::copy_from(&buf[..len])));
-                    }
+                if text.len() <= B64_STACK
+                    && let Ok(len) = B64_LENIENT.decode_slice(text, &mut buf)
+                {
+                    return Ok(DecodedValue(Repr::copy_from(&buf[..len])));
                 }
                 let bytes = B64_LENIENT.decode(text).map_err(E::custom)?;
                 Ok(DecodedValue(Repr::Shared(Bytes::from(bytes))))
