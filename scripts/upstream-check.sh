@@ -72,12 +72,19 @@ if [ -z "${RUSTUP_TOOLCHAIN:-}" ] && ! cargo --version >/dev/null 2>&1; then
     die "the toolchain of $iggy/rust-toolchain.toml is not installed (rustup toolchain install), and stable ($have) is older than rust-version $wanted"
   fi
 fi
-for tool in cargo-sort cargo-machete hawkeye; do
+for tool in cargo-sort cargo-machete; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     step "installing $tool"
     cargo install --locked --quiet "$tool"
   fi
 done
+# The license checker at the version apache/iggy's CI runs (its configuration format changes
+# between major versions).
+hawkeye_version=$(cat "$iggy/.github/config/hawkeye.version" 2>/dev/null || echo 6.5.1)
+if ! hawkeye --version 2>/dev/null | grep -qF "$hawkeye_version"; then
+  step "installing hawkeye $hawkeye_version"
+  cargo install --locked --quiet --force hawkeye --version "$hawkeye_version"
+fi
 
 step "adding the connector (scripts/upstream.sh)"
 "$repo/scripts/upstream.sh" "$iggy"

@@ -234,7 +234,7 @@ impl Stream {
             last_batch = Instant::now();
             self.batches += 1;
             let received = decode(&batch);
-            let nack = matches!(answer, Answer::NackEvery(n) if self.batches % n == 0);
+            let nack = matches!(answer, Answer::NackEvery(n) if self.batches.is_multiple_of(n));
             if nack {
                 assert_eq!(self.instance().nack(&batch), 0, "nack accepted");
                 self.nacked.extend(received);

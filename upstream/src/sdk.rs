@@ -40,7 +40,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt as _;
-use serde_json::value::RawValue;
 use tokio::sync::Mutex;
 
 pub use iggy_common::{HeaderKey, HeaderValue};
@@ -59,7 +58,8 @@ const NACKS_IN_A_ROW: u32 = 5;
 /// The instance the SDK holds: the connector file's values until `open`, then the source.
 pub struct FlussConnector {
     id: u32,
-    config: Box<RawValue>,
+    /// `[plugin_config]` as the JSON text the plugin parses.
+    config: String,
     state: Option<ConnectorState>,
     prefix: String,
     inner: Mutex<Inner>,
@@ -81,10 +81,12 @@ struct Inner {
 }
 
 impl FlussConnector {
-    /// What `source_connector!` builds the instance from: its id, `[plugin_config]` as
-    /// JSON text and the state saved after its last acknowledged batch.
-    pub fn new(id: u32, config: Box<RawValue>, state: Option<ConnectorState>) -> Self {
-        let prefix = FlussSource::log_prefix(id, config.get());
+    /// What `source_connector!` builds the instance from: its id, `[plugin_config]` (parsed
+    /// as JSON by the SDK, written back to text for the plugin's own parser) and the state
+    /// saved after its last acknowledged batch.
+    pub fn new(id: u32, config: serde_json::Value, state: Option<ConnectorState>) -> Self {
+        let config = config.to_string();
+        let prefix = FlussSource::log_prefix(id, &config);
         Self {
             id,
             config,
@@ -139,7 +141,7 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 impl iggy_connector_sdk::Source for FlussConnector {
     async fn open(&mut self) -> Result<(), iggy_connector_sdk::Error> {
         let state = self.state.take();
-        let opened = AssertUnwindSafe(FlussSource::open(self.id, self.config.get(), state))
+        let opened = AssertUnwindSafe(FlussSource::open(self.id, &self.config, state))
             .catch_unwind()
             .await;
         let inner = self.inner.get_mut();
