@@ -26,9 +26,12 @@
 # the registry, so the same registry makes the copy current, and the user's cargo compiles only
 # the workspace's own crates (their paths differ) instead of a second cold build.
 #
-#   nonroot_quickstart_start DIR   as root: prepares the user and the clone, then starts the
-#                                  quickstart as the user in the background; its stdout, stderr,
-#                                  exit status and duration go to DIR
+#   nonroot_quickstart_prepare     as root: the user, its clone and the copy of the compiled
+#                                  dependencies
+#   nonroot_quickstart_start DIR   as root: starts the quickstart as the user in the background
+#                                  (its build compiles the workspace's crates, so .ci/run starts
+#                                  it once its own build is done); its stdout, stderr, exit status
+#                                  and duration go to DIR
 #   nonroot_quickstart_check DIR   waits for it; fails (status 1) unless it exited 0 and printed
 #                                  at least 3 messages of each demo table
 #   nonroot_quickstart_clean       removes the clone and restores the directories' modes
@@ -49,10 +52,11 @@ nonroot_allow_traverse() {
   done
 }
 
-nonroot_quickstart_start() {
-  local out=$1 home
-  local cargo_home=${CARGO_HOME:-$HOME/.cargo} rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
-  mkdir -p "$out"
+NONROOT_CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
+NONROOT_RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}
+
+nonroot_quickstart_prepare() {
+  local home
   id -u "$NONROOT_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$NONROOT_USER"
   home=$(getent passwd "$NONROOT_USER" | cut -d: -f6)
   # A clone of its own per run: an earlier run's (or another process's) clone is never in the way.
@@ -62,8 +66,15 @@ nonroot_quickstart_start() {
   mkdir -p "$NONROOT_CLONE/target/release"
   cp -a target/release/build target/release/deps target/release/.fingerprint "$NONROOT_CLONE/target/release/"
   chown -R "$NONROOT_USER:" "$NONROOT_CLONE"
-  nonroot_allow_traverse "$cargo_home/bin"
-  nonroot_allow_traverse "$rustup_home/toolchains"
+  nonroot_allow_traverse "$NONROOT_CARGO_HOME/bin"
+  nonroot_allow_traverse "$NONROOT_RUSTUP_HOME/toolchains"
+}
+
+nonroot_quickstart_start() {
+  local out=$1 home
+  local cargo_home=$NONROOT_CARGO_HOME rustup_home=$NONROOT_RUSTUP_HOME
+  home=$(getent passwd "$NONROOT_USER" | cut -d: -f6)
+  mkdir -p "$out"
   (
     started=$(date +%s)
     set +e

@@ -46,7 +46,9 @@ scripts/python-venv.sh >/dev/null
 consumer_rust=${CONSUMER_RUST:-1}
 cargo fmt --manifest-path "$PWD/examples/consumer_rust/Cargo.toml" -- --check
 
-# One test at a time: each starts its own server and runtime next to the Fluss cluster.
+# Two lanes side by side, each one test at a time (each test starts its own server and runtime
+# next to a Fluss cluster): the fault tests (tests/runtime/faults, each on a cluster of its own,
+# mostly waiting out a fault) in one, everything else in the other.
 runtime_tests=(cargo test --release --workspace --no-fail-fast --test runtime)
 # The consumer's build writes past scripts/test-times.py (fd 3), which would count its crates
 # as compiled again after the shared build.
@@ -57,10 +59,11 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 summary=${TEST_SUMMARY:-$work/summary}
-set +e
-{
-  rc=0
-  "${runtime_tests[@]}" -- --test-threads=1 --skip consumers:: || rc=1
+source scripts/run-again.sh
+
+main_lane() {
+  local rc=0
+  "${runtime_tests[@]}" -- --test-threads=1 --skip consumers:: --skip faults:: || rc=1
   if [ "$consumer_rust" != 0 ]; then
     if build_consumer_example >&3 2>&3; then
       CARGO_TARGET_DIR=$consumer_target cargo test "${consumer_example[@]}" --no-fail-fast || rc=1
@@ -69,15 +72,38 @@ set +e
     fi
   fi
   "${runtime_tests[@]}" -- --test-threads=1 consumers:: || rc=1
-  exit "$rc"
-} 2>&1 | scripts/test-times.py --label "runtime tests" --summary "$summary" --failed "$work/failed" |
-  tee "$work/log"
-status=${PIPESTATUS[0]}
-# Failed tests once more, each alone (scripts/run-again.sh); their lines join the closing ones.
-if [ "$status" != 0 ]; then
-  source scripts/run-again.sh
-  run_failed_again "runtime tests" "$work/failed" "$work/log" "$work/again"
-  status=$?
-  if [ -f "$work/again" ]; then tee -a "$summary" <"$work/again"; fi
-fi
+  return "$rc"
+}
+faults_lane() {
+  "${runtime_tests[@]}" -- --test-threads=1 faults::
+}
+
+# A lane's output goes to a file of its own, printed when the lane ends, through
+# scripts/test-times.py, which times its tests. Failed tests once more, each alone
+# (scripts/run-again.sh); their lines join the closing ones.
+run_lane() {
+  local name=$1 rc
+  set +e
+  "${name}_lane" 2>&1 | scripts/test-times.py --label "runtime tests ($name)" \
+    --summary "$work/$name.summary" --failed "$work/$name.failed" >"$work/$name.log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" != 0 ]; then
+    run_failed_again "runtime tests ($name)" "$work/$name.failed" "$work/$name.log" \
+      "$work/$name.summary" >>"$work/$name.log" 2>&1
+    rc=$?
+  fi
+  set -e
+  return "$rc"
+}
+
+status=0
+run_lane faults &
+faults_pid=$!
+run_lane main || status=1
+wait "$faults_pid" || status=1
+for name in main faults; do
+  cat "$work/$name.log"
+  if [ -f "$work/$name.summary" ]; then cat "$work/$name.summary" >>"$summary"; fi
+done
+if [ -z "${TEST_SUMMARY:-}" ]; then scripts/closing-lines.sh "runtime tests" "$summary"; fi
 exit "$status"

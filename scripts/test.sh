@@ -35,11 +35,6 @@ if ! cargo sort --version >/dev/null 2>&1; then
 fi
 cargo sort --workspace --check
 build_everything
-# Every intra-doc link resolves, private items' included (their links to private items are
-# what documenting private items means, so only broken ones fail). cargo doc checks the
-# dependencies once for itself (metadata, no code) and keeps that in target/.
-RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -A rustdoc::private_intra_doc_links" \
-  cargo doc --release --workspace --no-deps --document-private-items
 # The Python the tests run (pyarrow, moto's S3 server), in target/venv; the tests would create
 # it too, one at a time.
 scripts/python-venv.sh >/dev/null
@@ -117,17 +112,24 @@ run_lane() {
 
 status=0
 # What `cargo test -p iggy_connector_fluss_source` runs in any workspace (the upstream check),
-# then the other packages: no cluster, a minute or two.
+# then the other packages (no cluster, a minute or two), then the documentation: every
+# intra-doc link resolves, private items' included (their links to private items are what
+# documenting private items means, so only broken ones fail). cargo doc checks the dependencies
+# once for itself (metadata, no code) and keeps that in target/. This lane runs beside the
+# cluster lanes, whose tests mostly wait on servers; the documentation comes last, so that its
+# hold on cargo's build lock ends before a cluster lane's next cargo command.
 offline() {
   local rc=0
   cargo test --release -p iggy_connector_fluss_source --no-fail-fast -- "$threads" || rc=1
   cargo test --release --workspace --exclude iggy_connector_fluss_source --no-fail-fast -- "$threads" || rc=1
+  RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -A rustdoc::private_intra_doc_links" \
+    cargo doc --release --workspace --no-deps --document-private-items || rc=1
   return "$rc"
 }
-run_lane offline offline || status=1
-cat "$work/offline.log"
 
 if [ "${TEST_LANES:-}" = 1 ]; then
+  run_lane offline offline || status=1
+  cat "$work/offline.log"
   all_lanes() {
     local rc=0
     for lane in "${lanes[@]}"; do
@@ -138,8 +140,9 @@ if [ "${TEST_LANES:-}" = 1 ]; then
   run_lane cluster all_lanes || status=1
   cat "$work/cluster.log"
 else
-  echo "tests: the cluster suites in ${#lanes[@]} lanes side by side (output of each when it ends)" >&2
-  lane_pids=()
+  echo "tests: the offline tests and the cluster suites in $((${#lanes[@]} + 1)) lanes side by side (output of each when it ends)" >&2
+  run_lane offline offline &
+  lane_pids=($!)
   for lane in "${lanes[@]}"; do
     run_lane "lane-$lane" "lane$lane" &
     lane_pids+=($!)
@@ -147,6 +150,7 @@ else
   for pid in "${lane_pids[@]}"; do
     wait "$pid" || status=1
   done
+  cat "$work/offline.log"
   for lane in "${lanes[@]}"; do cat "$work/lane-$lane.log"; done
 fi
 
