@@ -77,12 +77,12 @@ fn decode_buffer(mut buffer: Buffer) -> Result<RecordBatch, ArrowError> {
     let mut decoder = StreamDecoder::new().with_require_alignment(true);
     let mut batch = None;
     while !buffer.is_empty() {
-        if let Some(decoded) = decoder.decode(&mut buffer)? {
-            if batch.replace(decoded).is_some() {
-                return Err(ArrowError::IpcError(
-                    "a payload holds more than one record batch".into(),
-                ));
-            }
+        if let Some(decoded) = decoder.decode(&mut buffer)?
+            && batch.replace(decoded).is_some()
+        {
+            return Err(ArrowError::IpcError(
+                "a payload holds more than one record batch".into(),
+            ));
         }
     }
     decoder.finish()?;
