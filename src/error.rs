@@ -128,9 +128,15 @@ pub enum Error {
         cause: rmp_serde::decode::Error,
     },
 
+    /// The saved state does not match its checksum: the file changed after it was written.
+    #[snafu(display(
+        "the saved state ({bytes} bytes) does not match its checksum: the state file was changed after the connector wrote it (damaged on disk or in a copy, or edited), so its positions cannot be trusted; put back a copy of the file taken before, or {RESET_HINT}"
+    ))]
+    StateChecksum { bytes: usize },
+
     /// The saved state has a format version this plugin does not read.
     #[snafu(display(
-        "the saved state has format version {found} but this plugin reads version {expected}; {RESET_HINT}"
+        "the saved state has format version {found} but this plugin reads versions 1 to {expected}; {RESET_HINT}"
     ))]
     StateVersion { found: u32, expected: u32 },
 
