@@ -33,6 +33,7 @@ mod ahead;
 mod listed;
 mod opening;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -42,6 +43,7 @@ use fluss::rpc::message::OffsetSpec;
 use crate::client::discovery::PartitionNames;
 use crate::client::kv_snapshot::credentials::SharedCredentials;
 use crate::client::kv_snapshot::lease::Lease;
+use crate::client::kv_snapshot::local_dir::SnapshotDir;
 use crate::client::offsets;
 use crate::client::table::Table;
 use crate::config::Config;
@@ -61,6 +63,8 @@ use opening::Opening;
 /// over.
 pub(super) struct Snapshots {
     lease: Lease,
+    /// The instance's directory under `snapshot_dir`, named after the lease.
+    dir: Arc<SnapshotDir>,
     listed: Listed,
     credentials: SharedCredentials,
     ahead: Ahead,
@@ -78,9 +82,10 @@ pub(super) fn due(buckets: &Buckets, positions: &Positions) -> Option<BucketKey>
 }
 
 impl Snapshots {
-    /// Nothing taken yet, under `lease`.
-    pub(super) fn new(lease: Lease) -> Self {
+    /// Nothing taken yet, under `lease`; the snapshots' files go to `snapshot_dir`.
+    pub(super) fn new(lease: Lease, snapshot_dir: &Path) -> Self {
         Self {
+            dir: Arc::new(SnapshotDir::new(snapshot_dir, lease.id())),
             lease,
             listed: Listed::default(),
             credentials: SharedCredentials::default(),
@@ -210,7 +215,7 @@ impl Snapshots {
         // The same snapshot as the attempt `resume` comes from, while Fluss still has it.
         if let Some(resume) = resume {
             let gone = if self.lease.acquire(table, key, resume.snapshot).await? {
-                let opening = Opening::prepare(table, config, self.lease.id(), telemetry).await?;
+                let opening = Opening::prepare(table, config, &self.dir, telemetry).await?;
                 match self
                     .open(
                         &opening,
@@ -292,7 +297,7 @@ impl Snapshots {
             return Ok(None);
         }
         // Fetched after the listings: it knows every schema version their snapshots hold.
-        let opening = Arc::new(Opening::prepare(table, config, self.lease.id(), telemetry).await?);
+        let opening = Arc::new(Opening::prepare(table, config, &self.dir, telemetry).await?);
         let has_one = latest.iter().any(|(other, _)| *other == key);
         let leased = self.lease.acquire_all(table, &latest).await?;
         table
@@ -371,6 +376,11 @@ impl Snapshots {
         self.ahead.discard_unless(|_| false).await;
     }
 
+    /// Removes the instance's directory under `snapshot_dir` (the close).
+    pub(super) fn remove_dir(&self) {
+        self.dir.remove();
+    }
+
     /// Drops the snapshots opened or leased ahead whose bucket `buckets` does not read (its
     /// partition was dropped), so their files do not wait for the next snapshot or the close.
     pub(super) async fn discard_ahead_if_gone(&mut self, buckets: &Buckets) {
@@ -427,6 +437,7 @@ fn failed(telemetry: &mut Telemetry, key: BucketKey, error: &Error) {
         Error::SnapshotRemote { .. }
         | Error::SnapshotCredentials { .. }
         | Error::SnapshotDisk { .. }
+        | Error::SnapshotSpace { .. }
         | Error::SnapshotCorrupt { .. } => telemetry.refused(error),
         _ => telemetry.retrying(&format!("taking the snapshot of {key} failed"), error),
     }
