@@ -73,7 +73,8 @@ set +e
 } 2>&1 | scripts/test-times.py --label "runtime tests" --summary "$summary" --failed "$work/failed" |
   tee "$work/log"
 status=${PIPESTATUS[0]}
-# Failed tests once more, each alone (scripts/run-again.sh); their lines join the closing ones.
+# Tests that failed for an environment fault once more, each alone (scripts/run-again.sh); their
+# lines join the closing ones.
 if [ "$status" != 0 ]; then
   source scripts/run-again.sh
   run_failed_again "runtime tests" "$work/failed" "$work/log" "$work/again"

@@ -34,17 +34,10 @@ use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use serde_json::{Map, Value};
 
+mod property;
+
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(3_000);
-    ProptestConfig {
-        cases,
-        // Nothing is written next to the sources; a failure prints its minimal input.
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    property::config(3_000)
 }
 
 /// Every accepted key, from the parser itself.

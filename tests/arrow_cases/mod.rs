@@ -48,18 +48,9 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::Config;
 
-/// The proptest config of every property: `PROPTEST_CASES` cases if set, else `default`;
-/// failures print their minimal input and write nothing next to the sources.
+/// The proptest config of every property ([`crate::property::config`]).
 pub fn config(default: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
+    crate::property::config(default)
 }
 
 /// One cell's value; which variant goes with which Fluss type is fixed by [`value`].
