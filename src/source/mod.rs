@@ -291,7 +291,9 @@ impl FlussSource {
             if batch.is_full() || now >= deadline {
                 break;
             }
-            if let Some(key) = snapshot::due(&self.buckets, &positions) {
+            let due = snapshot::due(&self.buckets, &positions)
+                .filter(|key| self.snapshots.may_take(*key, now));
+            if let Some(key) = due {
                 self.take_snapshot(key, &mut positions).await?;
                 continue;
             }

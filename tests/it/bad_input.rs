@@ -294,7 +294,7 @@ fn bad_config_and_state_are_refused_at_open() {
     });
     // Valid state of this table, to hand to another one.
     let mut s = Stream::open(&config(&table, json!({})), None).expect("valid config opens");
-    s.read(10, Duration::from_secs(15), Answer::AckAll);
+    s.read(10, Answer::AckAll);
     let state = s.close().expect("state after 10 rows");
     let other = log_table("bad_input_other", 0);
 
@@ -496,7 +496,7 @@ fn refused_credentials_fail_open() {
         None,
     )
     .expect("the right credentials open");
-    assert_eq!(s.read(0, Duration::from_millis(10), Answer::AckAll), 0);
+    assert_eq!(s.read(0, Answer::AckAll), 0);
     drop(s);
     drop(sasl);
     eprintln!("refused_credentials_fail_open: {:?}", started.elapsed());
@@ -610,7 +610,7 @@ fn two_instances_read_their_own_tables() {
     let read = |path: &TablePath, want: usize| {
         let mut s =
             Stream::open(&config(path.table(), json!({"batch_size": 100})), None).expect("open");
-        s.read(want, Duration::from_secs(20), Answer::AckAll);
+        s.read(want, Answer::AckAll);
         let ids = crate::fixture::ids(&s.acked);
         crate::fixture::assert_bucket_order(&s.acked);
         ids
