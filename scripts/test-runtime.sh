@@ -79,8 +79,8 @@ faults_lane() {
 }
 
 # A lane's output goes to a file of its own, printed when the lane ends, through
-# scripts/test-times.py, which times its tests. Failed tests once more, each alone
-# (scripts/run-again.sh); their lines join the closing ones.
+# scripts/test-times.py, which times its tests. Tests that failed for an environment fault once
+# more, each alone (scripts/run-again.sh); their lines join the closing ones.
 run_lane() {
   local name=$1 rc
   set +e

@@ -29,7 +29,10 @@ At the end it prints the N slowest tests, each failed test's name ("failed: NAME
 panic message up to the backtrace ("  | LINE"), and one closing line for all binaries together
 ("tests: N passed, N failed"), so that they end the output (CI keeps its tail); --summary FILE
 appends the same lines to FILE, where scripts/closing-lines.sh gathers those of several runs;
---failed FILE appends "BINARY TEST" for each failed test, for scripts/run-again.sh.
+--failed FILE appends "BINARY TEST CAUSE" for each failed test, for scripts/run-again.sh: CAUSE is
+"environment" when its panic message names an environment fault (the testkit's
+ENVIRONMENT_FAULT: a Fluss cluster that did not start, a coordinator that gives tables no
+leaders), else "test".
 """
 
 import argparse
@@ -43,6 +46,8 @@ RUNNING = re.compile(r"^\s*Running .*\(.*/([^/)]+?)(?:-[0-9a-f]{16})?\)$")
 BEGIN = re.compile(r"^running \d+ tests?$")
 COMPILING = re.compile(r"^\s+Compiling (\S+)")
 SUMMARY = re.compile(r"^test result: \S+\. (\d+) passed; (\d+) failed")
+# fluss_testkit::ENVIRONMENT_FAULT, which the testkit's panic messages start with.
+ENVIRONMENT_FAULT = "environment fault: "
 
 
 def main() -> int:
@@ -131,8 +136,18 @@ def main() -> int:
     closing.append(f"{args.label}: {passed} passed, {failed} failed")
     print("\n".join(closing))
     if args.failed:
+        # The tests whose failure section holds an environment fault.
+        environment, name = set(), None
+        for text in failures:
+            if text.startswith("---- "):
+                name = text[5:].split(" ")[0]
+            elif ENVIRONMENT_FAULT in text and name is not None:
+                environment.add(name)
         with open(args.failed, "a", encoding="utf-8") as out:
-            out.writelines(f"{binary} {test}\n" for binary, test in failed_tests)
+            out.writelines(
+                f"{binary} {test} {'environment' if test in environment else 'test'}\n"
+                for binary, test in failed_tests
+            )
     if args.summary:
         with open(args.summary, "a", encoding="utf-8") as out:
             out.write("\n".join(closing) + "\n")

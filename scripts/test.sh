@@ -92,7 +92,9 @@ trap 'rm -rf "$work"' EXIT
 # Servers of the test clusters that exit unasked are reported here by fluss-cluster.sh (their
 # directories are removed when the tests end); printed at the end when not empty.
 export FLUSS_DEATH_REPORT=$work/deaths.log
-# A cluster lane's failed tests are run once more, each alone (scripts/run-again.sh).
+# A cluster lane's tests that failed for an environment fault (a cluster that did not start, a
+# coordinator that gives tables no leaders) are run once more, each alone (scripts/run-again.sh);
+# any other failure fails the run.
 source scripts/run-again.sh
 run_lane() {
   local name=$1

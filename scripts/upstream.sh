@@ -51,7 +51,7 @@ cp "$repo/upstream/src/sdk.rs" "$dest/src/sdk.rs"
 # What the unit tests read (the option tables of the configuration chapter, old state files),
 # and the property tests with what they read.
 cp "$repo/docs/configuration.md" "$dest/docs/"
-cp -R "$repo/tests/data" "$repo/tests/arrow_cases" "$dest/tests/"
+cp -R "$repo/tests/data" "$repo/tests/arrow_cases" "$repo/tests/property" "$dest/tests/"
 for test in config_state_properties exactly_once_properties filter_properties ipc_properties json_properties; do
   cp "$repo/tests/$test.rs" "$dest/tests/"
 done

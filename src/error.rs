@@ -128,9 +128,15 @@ pub enum Error {
         cause: rmp_serde::decode::Error,
     },
 
+    /// The saved state does not match its checksum: the file changed after it was written.
+    #[snafu(display(
+        "the saved state ({bytes} bytes) does not match its checksum: the state file was changed after the connector wrote it (damaged on disk or in a copy, or edited), so its positions cannot be trusted; put back a copy of the file taken before, or {RESET_HINT}"
+    ))]
+    StateChecksum { bytes: usize },
+
     /// The saved state has a format version this plugin does not read.
     #[snafu(display(
-        "the saved state has format version {found} but this plugin reads version {expected}; {RESET_HINT}"
+        "the saved state has format version {found} but this plugin reads versions 1 to {expected}; {RESET_HINT}"
     ))]
     StateVersion { found: u32, expected: u32 },
 
@@ -239,6 +245,18 @@ pub enum Error {
         cause: std::io::Error,
     },
 
+    /// `snapshot_dir` has no room for a bucket's KV snapshot files.
+    #[snafu(display(
+        "cannot copy the KV snapshot files of {key} into `snapshot_dir` {}: they need {needed} bytes and its file system has {free} bytes free; free space there or point `snapshot_dir` at a directory with room for them; nothing of the bucket is handed over until its snapshot is copied, which is tried again",
+        root.display()
+    ))]
+    SnapshotSpace {
+        key: BucketKey,
+        root: std::path::PathBuf,
+        needed: u64,
+        free: u64,
+    },
+
     /// RocksDB could not open or read a copied KV snapshot.
     #[snafu(display(
         "cannot read the KV snapshot of {key} copied to {}: {cause}; the copy is corrupt or incomplete (check the disk of `snapshot_dir` and the cluster's remote storage); it is copied again and the snapshot tried again",
@@ -329,6 +347,7 @@ impl Error {
             | Error::SnapshotRemote { .. }
             | Error::SnapshotCredentials { .. }
             | Error::SnapshotDisk { .. }
+            | Error::SnapshotSpace { .. }
             | Error::SnapshotCorrupt { .. } => Fault::Retry,
             _ => Fault::Fatal,
         }

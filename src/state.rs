@@ -20,6 +20,11 @@
 //! MessagePack record of the table id and the committed positions, so state written for another
 //! table (dropped and re-created, or renamed) is refused instead of silently misapplied.
 //!
+//! The record is followed by its checksum (format 2): the CRC-32C of the record's bytes as a
+//! MessagePack uint32. A file damaged in a way that still decodes would otherwise resume at
+//! wrong offsets without a word; with the checksum it is refused at `open`. Records of format
+//! 1, written before the checksum, still load.
+//!
 //! A bucket still in its snapshot phase (`starting_offset = "full"`,
 //! [`Position::Snapshot`]) is persisted in a list of its own (`snapshots`), as a negative
 //! marker (see [`marker`]), so a restart takes that bucket's snapshot again. The record's
@@ -36,12 +41,21 @@ use crate::position::{BucketKey, Offset, Offsets, Position, Positions, Resume, a
 use crate::scope::share::Assignment;
 use crate::scope::stop::{Stop, StoppingOffset};
 
-/// The format version written by this build.
-pub const STATE_VERSION: u32 = 1;
+/// The format version written by this build: the record followed by its checksum.
+pub const STATE_VERSION: u32 = 2;
+
+/// The format before the checksum (the same record, nothing after it), which still loads.
+const UNCHECKED_VERSION: u32 = 1;
+
+/// MessagePack's marker of a uint32, which leads the checksum after the record.
+const UINT32: u8 = 0xce;
+
+/// The checksum's bytes after the record: the marker and the CRC-32C, big-endian.
+const CHECKSUM_LEN: usize = 5;
 
 /// The persisted record. Fields are positional in MessagePack (the SDK uses compact
 /// `rmp_serde`), so new fields are only appended, with `#[serde(default)]` so records
-/// written before them still load.
+/// written before them still load. Format 2 writes the checksum after it ([`with_checksum`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct PersistedState {
     version: u32,
@@ -133,6 +147,94 @@ fn restored(positions: Vec<PersistedPosition>) -> Result<Offsets> {
     Ok(restored)
 }
 
+/// `record` followed by its checksum.
+fn with_checksum(mut record: Vec<u8>) -> Vec<u8> {
+    let crc = crc32c::crc32c(&record);
+    record.push(UINT32);
+    record.extend_from_slice(&crc.to_be_bytes());
+    record
+}
+
+/// The record of `bytes` when they end with its matching checksum.
+fn checksummed(bytes: &[u8]) -> Option<&[u8]> {
+    let (record, checksum) = bytes.split_at_checked(bytes.len().checked_sub(CHECKSUM_LEN)?)?;
+    let (&marker, crc) = checksum.split_first()?;
+    (marker == UINT32 && crc == crc32c::crc32c(record).to_be_bytes()).then_some(record)
+}
+
+/// The format version in the first field of the record `bytes` start with, read without
+/// decoding the rest, so a damaged record or one of a newer format still tells it.
+fn version_of(bytes: &[u8]) -> Option<u32> {
+    let fields = match *bytes.first()? {
+        0x91..=0x9f => bytes.get(1..)?,
+        0xdc => bytes.get(3..)?,
+        0xdd => bytes.get(5..)?,
+        _ => return None,
+    };
+    let uint = |n: usize| {
+        let digits = fields.get(1..1 + n)?;
+        Some(digits.iter().fold(0u64, |v, d| v << 8 | u64::from(*d)))
+    };
+    let version = match *fields.first()? {
+        v @ 0..=0x7f => u64::from(v),
+        0xcc => uint(1)?,
+        0xcd => uint(2)?,
+        0xce => uint(4)?,
+        _ => return None,
+    };
+    u32::try_from(version).ok()
+}
+
+/// The record `bytes` hold in full, nothing after it.
+fn record_alone(bytes: &[u8]) -> Result<PersistedState> {
+    let corrupt = |cause| Error::StateCorrupt {
+        bytes: bytes.len(),
+        cause,
+    };
+    let mut rest = bytes;
+    let record: PersistedState = rmp_serde::from_read(&mut rest).map_err(corrupt)?;
+    if !rest.is_empty() {
+        return Err(corrupt(rmp_serde::decode::Error::Syntax(format!(
+            "{} bytes after the record",
+            rest.len()
+        ))));
+    }
+    Ok(record)
+}
+
+/// The record of a saved state (see [`SavedState::decode`]).
+fn checked_record(bytes: &[u8]) -> Result<PersistedState> {
+    let version = version_of(bytes);
+    if let Some(record) = checksummed(bytes) {
+        if version == Some(STATE_VERSION) {
+            return record_alone(record);
+        }
+    } else if version == Some(UNCHECKED_VERSION) {
+        return record_alone(bytes);
+    } else if version == Some(STATE_VERSION)
+        || bytes.len() >= CHECKSUM_LEN && bytes[bytes.len() - CHECKSUM_LEN] == UINT32
+    {
+        // A record of this format (or bytes that end as one does) whose checksum does not
+        // match: damaged after it was written.
+        return Err(Error::StateChecksum { bytes: bytes.len() });
+    }
+    match version {
+        Some(found) => Err(Error::StateVersion {
+            found,
+            expected: STATE_VERSION,
+        }),
+        // Not a record whose first field is its version: the decoder's own words say where
+        // it stops (a map of named fields, which this plugin never writes, decodes but is
+        // refused too).
+        None => Err(record_alone(bytes).err().unwrap_or(Error::StateCorrupt {
+            bytes: bytes.len(),
+            cause: rmp_serde::decode::Error::Syntax(
+                "the first field is not a format version".into(),
+            ),
+        })),
+    }
+}
+
 /// State restored from the runtime, before it is checked against the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SavedState {
@@ -198,23 +300,15 @@ impl SavedState {
         // The SDKs' `ConnectorState::serialize` is this same call; calling it directly keeps
         // the rmp-serde error typed.
         rmp_serde::to_vec(&record)
-            .map(ConnectorState)
+            .map(|bytes| ConnectorState(with_checksum(bytes)))
             .map_err(|cause| Error::StateEncode { cause })
     }
 
-    /// Decodes the bytes the runtime handed to `open`.
+    /// Decodes the bytes the runtime handed to `open`: a record of this format whose checksum
+    /// matches, or a record of format 1 (no checksum). Anything else is refused, a damaged
+    /// file by its checksum.
     pub fn decode(state: &ConnectorState) -> Result<Self> {
-        let record: PersistedState =
-            rmp_serde::from_slice(&state.0).map_err(|cause| Error::StateCorrupt {
-                bytes: state.0.len(),
-                cause,
-            })?;
-        if record.version != STATE_VERSION {
-            return Err(Error::StateVersion {
-                found: record.version,
-                expected: STATE_VERSION,
-            });
-        }
+        let record = checked_record(&state.0)?;
         let stop = match record.stop {
             Some((at, offsets)) => Some(Stop {
                 at,
@@ -455,13 +549,18 @@ mod tests {
         }
     }
 
+    /// `record` as this build writes a record: followed by its checksum.
+    fn sealed(record: &PersistedState) -> ConnectorState {
+        ConnectorState(with_checksum(rmp_serde::to_vec(record).unwrap()))
+    }
+
     #[test]
     fn another_version_is_refused() {
         let record = PersistedState {
             version: 99,
             ..record(vec![], vec![], vec![], vec![])
         };
-        let bytes = ConnectorState(rmp_serde::to_vec(&record).unwrap());
+        let bytes = sealed(&record);
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
         assert!(e.contains("format version 99"), "{e}");
     }
@@ -469,14 +568,14 @@ mod tests {
     #[test]
     fn negative_offsets_are_refused() {
         let record = record(vec![(None, 0, -3)], vec![], vec![], vec![]);
-        let bytes = ConnectorState(rmp_serde::to_vec(&record).unwrap());
+        let bytes = sealed(&record);
         assert!(SavedState::decode(&bytes).is_err());
     }
 
     #[test]
     fn a_snapshot_resume_of_a_bucket_not_in_its_snapshot_phase_is_refused() {
         let record = record(vec![(None, 0, 5)], vec![], vec![(None, 0, 3, 100)], vec![]);
-        let bytes = ConnectorState(rmp_serde::to_vec(&record).unwrap());
+        let bytes = sealed(&record);
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
         assert!(e.contains("impossible position"), "{e}");
     }
@@ -489,7 +588,7 @@ mod tests {
             vec![(None, 1, 3, 100)],
             vec![(None, 0, 7)],
         );
-        let bytes = ConnectorState(rmp_serde::to_vec(&record).unwrap());
+        let bytes = sealed(&record);
         let e = SavedState::decode(&bytes).unwrap_err().to_string();
         assert!(e.contains("impossible position"), "{e}");
     }
@@ -573,9 +672,9 @@ mod tests {
         );
     }
 
-    /// Representative states as this format writes them, and the files holding their bytes
-    /// (`tests/data/state/`): the persisted format must never change under a refactoring, so
-    /// these bytes must load to the same meaning and encode back identically.
+    /// Representative states, and the files holding their bytes (`tests/data/state/`, format 1,
+    /// and `tests/data/state/format2/`): the persisted format must never change under a
+    /// refactoring, so these bytes must load to the same meaning.
     fn fixtures() -> Vec<(&'static str, SavedState)> {
         let key = |partition, bucket| BucketKey { partition, bucket };
         let mut phases = positions();
@@ -668,9 +767,39 @@ mod tests {
             .0
     }
 
+    fn fixture_dir() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/state")
+    }
+
+    /// Format 1 (`tests/data/state/*.msgpack`, written by release 0.2.0): each file loads to
+    /// the same state, and this build writes it back as format 2, which is the same record
+    /// with version 2, followed by its checksum.
     #[test]
-    fn saved_fixture_bytes_load_to_the_same_state_and_encode_back_identically() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/state");
+    fn format_1_fixture_bytes_load_to_the_same_state_and_encode_back_as_format_2() {
+        for (name, state) in fixtures() {
+            let path = fixture_dir().join(format!("{name}.msgpack"));
+            let bytes = std::fs::read(&path).unwrap();
+            assert_eq!(version_of(&bytes), Some(1), "{name}");
+            let loaded = SavedState::decode(&ConnectorState(bytes.clone())).unwrap();
+            assert_eq!(
+                loaded, state,
+                "{name}: the saved bytes mean something else now"
+            );
+            let mut record = bytes;
+            record[1] = 2;
+            assert_eq!(
+                encoded(&loaded),
+                with_checksum(record),
+                "{name}: format 2 is format 1's record with version 2 and the checksum after it"
+            );
+        }
+    }
+
+    /// Format 2 (`tests/data/state/format2/`): the files load to the same state and this build
+    /// writes the same bytes. `WRITE_STATE_FIXTURES=1` writes them (never the format 1 ones).
+    #[test]
+    fn format_2_fixture_bytes_load_to_the_same_state_and_encode_back_identically() {
+        let dir = fixture_dir().join("format2");
         for (name, state) in fixtures() {
             let path = dir.join(format!("{name}.msgpack"));
             if std::env::var_os("WRITE_STATE_FIXTURES").is_some() {
@@ -678,6 +807,7 @@ mod tests {
                 std::fs::write(&path, encoded(&state)).unwrap();
             }
             let bytes = std::fs::read(&path).unwrap();
+            assert_eq!(version_of(&bytes), Some(STATE_VERSION), "{name}");
             let loaded = SavedState::decode(&ConnectorState(bytes.clone())).unwrap();
             assert_eq!(
                 loaded, state,
@@ -688,6 +818,123 @@ mod tests {
                 bytes,
                 "{name}: the persisted format changed; old state files would no longer match"
             );
+        }
+    }
+
+    /// The checksum of the `offsets` fixture, written out: CRC-32C (Castagnoli) of the record
+    /// bytes, big-endian after the uint32 marker.
+    #[test]
+    fn the_checksum_is_the_crc32c_of_the_record_as_a_msgpack_uint32() {
+        assert_eq!(
+            crc32c::crc32c(b"123456789"),
+            0xe306_9283,
+            "the standard check value"
+        );
+        let bytes = std::fs::read(fixture_dir().join("format2/offsets.msgpack")).unwrap();
+        let (record, checksum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+        assert_eq!(checksum[0], 0xce);
+        assert_eq!(checksum[1..], crc32c::crc32c(record).to_be_bytes());
+    }
+
+    fn checksum_refusal(bytes: &[u8]) -> String {
+        match SavedState::decode(&ConnectorState(bytes.to_vec())) {
+            Err(e @ Error::StateChecksum { .. }) => e.to_string(),
+            other => panic!("{bytes:02x?}: want the checksum refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_flipped_bit_is_refused_by_the_checksum_with_the_fix() {
+        let state = &fixtures()[3].1;
+        let bytes = encoded(state);
+        for bit in 0..bytes.len() * 8 {
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            let e = checksum_refusal(&damaged);
+            assert_eq!(
+                e,
+                format!(
+                    "the saved state ({} bytes) does not match its checksum: the state file was changed after the connector wrote it (damaged on disk or in a copy, or edited), so its positions cannot be trusted; put back a copy of the file taken before, or delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`",
+                    bytes.len()
+                ),
+                "bit {bit}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_or_cut_checksum_is_refused() {
+        let bytes = encoded(&fixtures()[0].1);
+        for cut in 1..=CHECKSUM_LEN {
+            checksum_refusal(&bytes[..bytes.len() - cut]);
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        checksum_refusal(&longer);
+    }
+
+    #[test]
+    fn a_format_1_record_with_bytes_after_it_is_refused() {
+        let mut bytes = std::fs::read(fixture_dir().join("offsets.msgpack")).unwrap();
+        bytes.push(0);
+        let e = SavedState::decode(&ConnectorState(bytes)).unwrap_err();
+        assert!(e.to_string().contains("1 bytes after the record"), "{e}");
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_by_its_version() {
+        let mut record = std::fs::read(fixture_dir().join("offsets.msgpack")).unwrap();
+        record[1] = 3;
+        let e = SavedState::decode(&ConnectorState(with_checksum(record)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "the saved state has format version 3 but this plugin reads versions 1 to 2; delete"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_map_of_named_fields_is_refused() {
+        #[derive(Serialize)]
+        struct Named {
+            version: u32,
+            table_id: TableId,
+            table: String,
+            positions: Vec<PersistedPosition>,
+        }
+        let named = Named {
+            version: 1,
+            table_id: 42,
+            table: "fluss.orders".into(),
+            positions: vec![(None, 0, 10)],
+        };
+        let bytes = rmp_serde::to_vec_named(&named).unwrap();
+        let e = SavedState::decode(&ConnectorState(bytes))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a Fluss source state"), "{e}");
+    }
+
+    #[test]
+    fn the_version_is_read_from_every_encoding_of_the_first_field() {
+        assert_eq!(version_of(&[0x91, 0x02]), Some(2));
+        assert_eq!(version_of(&[0x92, 0xcc, 0xc8]), Some(200));
+        assert_eq!(version_of(&[0x92, 0xcd, 0x01, 0x00]), Some(256));
+        assert_eq!(version_of(&[0x92, 0xce, 0, 1, 0, 0]), Some(65_536));
+        assert_eq!(version_of(&[0xdc, 0, 20, 0x01]), Some(1));
+        assert_eq!(version_of(&[0xdd, 0, 0, 0, 20, 0x01]), Some(1));
+        for not in [
+            &[][..],
+            &[0x90],
+            &[0x91],
+            &[0x91, 0xa1],
+            &[0x81, 0x01],
+            &[0xdc, 0],
+        ] {
+            assert_eq!(version_of(not), None, "{not:02x?}");
         }
     }
 }

@@ -36,6 +36,7 @@ mod arrow_cases;
 #[path = "../examples/consumer_rust/src/dedup.rs"]
 #[allow(dead_code)]
 mod dedup;
+mod property;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;

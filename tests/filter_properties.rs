@@ -29,6 +29,8 @@
 //!
 //! Cases: `PROPTEST_CASES`, default 512.
 
+mod property;
+
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -468,9 +470,7 @@ fn fields() -> Vec<DataField> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(
-        std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(512)
-    ))]
+    #![proptest_config(property::config(512))]
 
     #[test]
     fn the_mask_is_the_reference_evaluation(rows in rows(), p in predicate()) {

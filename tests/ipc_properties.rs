@@ -31,6 +31,7 @@
 //! shared 2-core box).
 
 mod arrow_cases;
+mod property;
 
 use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;

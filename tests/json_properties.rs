@@ -40,6 +40,7 @@
 //! plugin's in the properties at the end.
 
 mod arrow_cases;
+mod property;
 
 use arrow_array::Array;
 use arrow_array::cast::AsArray;

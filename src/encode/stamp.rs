@@ -477,16 +477,28 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
+    // The expected ids are written out as the module docs' layout gives them, field by field
+    // in hex: `01` and the table (bits 127-104), the partition + 1 (103-72), the bucket
+    // (71-56), the offset (55-0); for snapshot rows `10` or `11`, then the snapshot's offset
+    // (55-32) and the row's index (31-0).
+
     #[test]
     fn ids_are_deterministic_and_never_zero() {
-        assert_eq!(message_id(1, None, 0, 0), message_id(1, None, 0, 0));
-        assert_ne!(message_id(0, None, 0, 0), 0);
-        assert_eq!(message_id(0, None, 0, 0) >> 126, 1);
+        assert_eq!(
+            message_id(1, None, 0, 0),
+            0x4000_0100_0000_0000_0000_0000_0000_0000
+        );
+        assert_eq!(
+            message_id(0, None, 0, 0),
+            0x4000_0000_0000_0000_0000_0000_0000_0000,
+            "layout version 01 even for table 0, bucket 0, offset 0"
+        );
     }
 
     #[test]
     fn ids_use_disjoint_fields() {
         let id = message_id(5, Some(7), 3, 99);
+        assert_eq!(id, 0x4000_0500_0000_0800_0300_0000_0000_0063);
         assert_eq!((id >> 104) & ((1 << 22) - 1), 5);
         assert_eq!((id >> 72) & ((1 << 32) - 1), 8);
         assert_eq!((id >> 56) & 0xffff, 3);
@@ -536,9 +548,10 @@ mod tests {
         assert!(changelog.is_disjoint(&snapshot));
         let every = (1234, SnapshotIndex::Every);
         let id = snapshot_id(5, Some(3), 2, every, 99);
-        assert_eq!(id, snapshot_id(5, Some(3), 2, every, 99), "deterministic");
+        assert_eq!(id, 0x8000_0500_0000_0400_0200_04d2_0000_0063);
         assert_eq!(id >> 126, 2, "layout version 10");
         let kept = snapshot_id(5, Some(3), 2, (1234, SnapshotIndex::Kept), 99);
+        assert_eq!(kept, 0xc000_0500_0000_0400_0200_04d2_0000_0063);
         assert_eq!(kept >> 126, 3, "layout version 11");
         assert_eq!(
             kept & !(3 << 126),
@@ -554,23 +567,23 @@ mod tests {
 
     #[test]
     fn snapshot_stamps_show_the_snapshot_offset() {
-        let every = (500, SnapshotIndex::Every);
         let bucket = stamp(HeaderSet::ALL, None).snapshot(500, SnapshotIndex::Every);
         assert_eq!(bucket.snapshot_offset(), Some(500));
         let m = bucket.row(3, 77, Some(ChangeType::Insert), 1, Vec::new());
-        assert_eq!(m.id, Some(snapshot_id(3, None, 2, every, 3)));
+        assert_eq!(m.id, Some(0x8000_0300_0000_0000_0200_01f4_0000_0003));
         assert_eq!(header(&m, Header::Offset).unwrap().int64(), 500);
         assert_eq!(header(&m, Header::Timestamp).unwrap().int64(), 77);
         let ipc = bucket.ipc(0, 77, 10, 1, Vec::new());
-        assert_eq!(ipc.id, Some(snapshot_id(3, None, 2, every, 0)));
+        assert_eq!(ipc.id, Some(0x8000_0300_0000_0000_0200_01f4_0000_0000));
         assert_eq!(header(&ipc, Header::Offset).unwrap().int64(), 500);
     }
 
     #[test]
     fn oversized_fields_fold_deterministically() {
+        // Table 2^30: bit 30 folds onto bit 8 of the 22-bit field; offset 2^60: bit 60 onto
+        // bit 4 of the 56-bit field.
         let a = message_id(1 << 30, None, 0, 1 << 60);
-        assert_eq!(a, message_id(1 << 30, None, 0, 1 << 60));
-        assert_eq!(a >> 126, 1);
+        assert_eq!(a, 0x4001_0000_0000_0000_0000_0000_0000_0010);
     }
 
     /// Header values read through the conversions every SDK's header type has.
@@ -613,7 +626,7 @@ mod tests {
             1,
             b"{}".to_vec(),
         );
-        assert_eq!(m.id, Some(message_id(3, Some(7), 2, 41)));
+        assert_eq!(m.id, Some(0x4000_0300_0000_0800_0200_0000_0000_0029));
         assert_eq!(m.payload, b"{}");
         let get = |h: Header| header(&m, h).unwrap().clone();
         assert_eq!(get(Header::Table).as_str().unwrap(), "fluss.orders");
@@ -648,7 +661,7 @@ mod tests {
         assert_eq!(value(&ipc, Header::Offset), 9);
         assert_eq!(value(&ipc, Header::RowCount), 12);
         assert_eq!(ipc.headers.as_ref().unwrap().len(), 5);
-        assert_eq!(ipc.id, Some(message_id(3, None, 2, 9)));
+        assert_eq!(ipc.id, Some(0x4000_0300_0000_0000_0200_0000_0000_0009));
     }
 
     #[test]
@@ -749,7 +762,7 @@ mod tests {
         let bucket = stamp(HeaderSet::NONE, Some("p"));
         let row = bucket.row(5, 6, Some(ChangeType::Insert), 1, Vec::new());
         assert_eq!(row.headers, None);
-        assert_eq!(row.id, Some(message_id(3, Some(7), 2, 5)));
+        assert_eq!(row.id, Some(0x4000_0300_0000_0800_0200_0000_0000_0005));
         assert_eq!(bucket.ipc(5, 6, 2, 1, Vec::new()).headers, None);
         let only_rows = stamp(HeaderSet::of(&[Header::RowCount]), None);
         assert_eq!(

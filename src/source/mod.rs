@@ -44,6 +44,7 @@ use fluss::record::ScanRecord;
 use crate::client::connect;
 use crate::client::discovery;
 use crate::client::kv_snapshot::lease::Lease;
+use crate::client::kv_snapshot::local_dir;
 use crate::client::scanner::Scanner;
 use crate::client::table::Table;
 use crate::config::Config;
@@ -180,6 +181,12 @@ impl FlussSource {
         if let Some(saved) = &saved {
             progress = progress.with_set_aside(&saved.positions, &left_out);
         }
+        if table.primary_key {
+            // Only primary-key tables copy KV snapshot files.
+            for leftover in local_dir::remove_leftovers(&config.snapshot_dir) {
+                telemetry.snapshot_leftover(&leftover);
+            }
+        }
         let lease = Lease::new(id, table.id(), config.assignment.index);
         Ok(Self {
             scan: Scan::Reading(scanner),
@@ -189,7 +196,7 @@ impl FlussSource {
             telemetry,
             upkeep: Upkeep::new(Instant::now()),
             bounded,
-            snapshots: Snapshots::new(lease),
+            snapshots: Snapshots::new(lease, &config.snapshot_dir),
             config,
             table,
         })
@@ -248,6 +255,7 @@ impl FlussSource {
         self.snapshots
             .give_back_all(&self.table, &mut self.telemetry)
             .await;
+        self.snapshots.remove_dir();
         self.telemetry.closed();
         // Unregisters this connector's metrics (and frees the port if it was the last).
         self.telemetry.metrics = Metrics::off();
@@ -283,7 +291,9 @@ impl FlussSource {
             if batch.is_full() || now >= deadline {
                 break;
             }
-            if let Some(key) = snapshot::due(&self.buckets, &positions) {
+            let due = snapshot::due(&self.buckets, &positions)
+                .filter(|key| self.snapshots.may_take(*key, now));
+            if let Some(key) = due {
                 self.take_snapshot(key, &mut positions).await?;
                 continue;
             }

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use fluss::PartitionId;
 
+use crate::client::kv_snapshot::local_dir::Leftover;
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::Tally;
 use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
@@ -241,6 +242,27 @@ impl Telemetry {
         tracing::error!(target: TARGET, "{}: {key}: offset {position} is past the end of the log ({end}); the server lost offsets {end}..{position}, which were delivered before; continuing at {end}",
             self.prefix
         );
+    }
+
+    /// A directory of KV snapshot files that a run which ended without closing (a crash, a
+    /// SIGKILL) left in `snapshot_dir` was removed, or could not be.
+    pub fn snapshot_leftover(&self, leftover: &Leftover) {
+        match &leftover.removed {
+            Ok(()) => {
+                tracing::info!(target: TARGET, "{}: removed {} ({} bytes), KV snapshot files a run that ended without closing left in `snapshot_dir`",
+                    self.prefix,
+                    leftover.path.display(),
+                    leftover.bytes
+                )
+            }
+            Err(cause) => {
+                tracing::warn!(target: TARGET, "{}: cannot remove {} ({} bytes), KV snapshot files a run that ended without closing left in `snapshot_dir`: {cause}; remove it by hand",
+                    self.prefix,
+                    leftover.path.display(),
+                    leftover.bytes
+                )
+            }
+        }
     }
 
     /// A bucket's snapshot is being taken.

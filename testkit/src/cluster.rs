@@ -135,7 +135,7 @@ impl Cluster {
             Err(first) => {
                 eprintln!("fluss-testkit: starting a cluster failed, retrying once:\n{first}");
                 Self::try_start(&options).unwrap_or_else(|second| {
-                    panic!("could not start a Fluss cluster (2 attempts).\nfirst attempt:\n{first}\nsecond attempt:\n{second}")
+                    panic!("{}could not start a Fluss cluster (2 attempts).\nfirst attempt:\n{first}\nsecond attempt:\n{second}", crate::ENVIRONMENT_FAULT)
                 })
             }
         }

@@ -61,6 +61,13 @@ pub use poll::{poll_for, poll_until};
 pub use runtime::rt;
 pub use tables::unique_table;
 
+/// What the panic message of a test starts with when the machine, not the code under test,
+/// failed it: a Fluss cluster that did not start (twice), or a coordinator that gives a new
+/// table's buckets no leaders (after it was restarted and the table created again).
+/// `scripts/run-again.sh` runs such a test once more, alone, and counts it in the summary; a
+/// test that fails in any other way fails the run.
+pub const ENVIRONMENT_FAULT: &str = "environment fault: ";
+
 /// The plugin library the tests load: the one `FLUSS_PLUGIN_LIBRARY` names (scripts/release.sh
 /// runs suites against its artifact's library so), else the one built with the running test
 /// binary. `cargo test` builds the package's cdylib into `target/<profile>/deps/` beside the test

@@ -156,7 +156,10 @@ pub async fn create_table(
         waited += wait;
         match ready {
             Ok(_) => return info,
-            Err(timed_out) if waited >= READY_TIMEOUT => panic!("{timed_out}"),
+            Err(timed_out) if waited >= READY_TIMEOUT => panic!(
+                "{}the coordinator gave the new table's buckets no leaders within {READY_TIMEOUT:?}, although the table was created again every {RECREATE_AFTER:?}: {timed_out}",
+                crate::ENVIRONMENT_FAULT
+            ),
             Err(timed_out) => {
                 eprintln!("fluss-testkit: {timed_out}; dropping the table and creating it again");
                 repair_leaderless(admin).await;
@@ -361,13 +364,19 @@ pub async fn wait_partition_ready(
     buckets: i32,
 ) {
     let ids: Vec<i32> = (0..buckets).collect();
-    poll_until(
+    let ready = poll_for(
         READY_TIMEOUT,
         READY_INTERVAL,
         &format!("leaders for the {buckets} bucket(s) of partition {partition_name} of {path}"),
         || admin.list_partition_offsets(path, partition_name, &ids, OffsetSpec::Latest),
     )
     .await;
+    if let Err(timed_out) = ready {
+        panic!(
+            "{}the coordinator gives a new partition no leaders: {timed_out}",
+            crate::ENVIRONMENT_FAULT
+        );
+    }
 }
 
 /// `id BIGINT, name STRING, amount DOUBLE`: the shape of [`sample_row`].

@@ -48,26 +48,9 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::Config;
 
-/// The proptest config of every property: `PROPTEST_CASES` cases if set, else `default` in an
-/// optimised build (this repository's suites test in release) and a 64th of it, at least 16, in
-/// an unoptimised one (`cargo test -p iggy_connector_fluss_source` inside apache/iggy, whose
-/// test profile compiles Arrow without optimisation, about 50 times slower); failures print
-/// their minimal input and write nothing next to the sources.
+/// The proptest config of every property ([`crate::property::config`]).
 pub fn config(default: u32) -> Config {
-    let default = if cfg!(debug_assertions) {
-        (default / 64).max(16).min(default)
-    } else {
-        default
-    };
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
+    crate::property::config(default)
 }
 
 /// One cell's value; which variant goes with which Fluss type is fixed by [`value`].

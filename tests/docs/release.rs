@@ -59,8 +59,32 @@ fn the_changelogs_newest_release_is_the_version_the_plugin_reports() {
         "a release heading carries its date: ## [{version}] - YYYY-MM-DD"
     );
     assert!(
-        folded(body).contains(&format!("**State format**: version {STATE_VERSION}.")),
+        folded(body).contains("**State format**: version "),
         "the {version} entry names the state format it writes"
+    );
+}
+
+/// The state format a CHANGELOG section names (`**State format**: version N.`), if any.
+fn state_format(body: &str) -> Option<u32> {
+    let folded = folded(body);
+    let (_, rest) = folded.split_once("**State format**: version ")?;
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..digits].parse().ok()
+}
+
+#[test]
+fn the_changelog_names_the_state_format_this_build_writes() {
+    let changelog = read("CHANGELOG.md");
+    let releases = releases(&changelog);
+    let (section, named) = releases
+        .iter()
+        .find_map(|(version, body)| Some((version, state_format(body)?)))
+        .expect("a CHANGELOG section names a state format");
+    assert_eq!(
+        named, STATE_VERSION,
+        "the newest CHANGELOG section that names a state format ({section}) names the one this build writes; a new format is named in `## [Unreleased]`"
     );
 }
 
@@ -70,11 +94,10 @@ fn the_docs_name_the_state_format_this_build_writes() {
     let upgrading = folded(section(&operations, "## Upgrading and rolling back"));
     assert!(
         upgrading.contains(&format!(
-            "Release {} writes format version **{STATE_VERSION}**",
-            env!("CARGO_PKG_VERSION")
+            "This release writes format version **{STATE_VERSION}**"
         )),
-        "docs/operations.md \"Upgrading and rolling back\" names this release and format \
-         {STATE_VERSION}"
+        "docs/operations.md \"Upgrading and rolling back\" names the format this release \
+         writes, {STATE_VERSION}"
     );
 }
 
@@ -89,11 +112,32 @@ struct FirstFormat {
     positions: Vec<(Option<i64>, i32, i64)>,
 }
 
+/// The record as release 0.2.0 reads it (format 1 with every field it appended, each with a
+/// default); it refuses every version but 1.
+#[derive(Debug, Deserialize)]
+#[allow(dead_code)]
+struct Release020 {
+    version: u32,
+    table_id: i64,
+    table: String,
+    positions: Vec<(Option<i64>, i32, i64)>,
+    #[serde(default)]
+    assignment: (u32, u32),
+    #[serde(default)]
+    stop: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    snapshots: Vec<(Option<i64>, i32, i64)>,
+    #[serde(default)]
+    resumes: Vec<(Option<i64>, i32, i64, u64)>,
+    #[serde(default)]
+    kept: Vec<(Option<i64>, i32, u64)>,
+}
+
 #[test]
-fn state_is_format_1_and_a_release_before_appended_fields_refuses_it() {
+fn state_is_format_2_and_readers_of_format_1_refuse_it() {
     assert_eq!(
-        STATE_VERSION, 1,
-        "docs/operations.md \"Upgrading and rolling back\" and the CHANGELOG name format 1"
+        STATE_VERSION, 2,
+        "docs/operations.md \"Upgrading and rolling back\" and the CHANGELOG name format 2"
     );
     let positions: Positions = (0..300)
         .map(|b| (BucketKey::bucket(b), Position::At(1_000_000)))
@@ -110,6 +154,13 @@ fn state_is_format_1_and_a_release_before_appended_fields_refuses_it() {
         older.is_err(),
         "a reader of the first format refuses the longer record (rolling back needs the state \
          copied before the upgrade): {older:?}"
+    );
+    // Release 0.2.0 reads the record (MessagePack after it is not looked at) and refuses it by
+    // its version, with the line operations.md quotes.
+    let release_020 = rmp_serde::from_slice::<Release020>(&state.0).expect("0.2.0's record");
+    assert_eq!(
+        release_020.version, 2,
+        "release 0.2.0 refuses it: `the saved state has format version 2 but this plugin reads version 1`"
     );
     let decoded = SavedState::decode(&state).expect("this release reads its own state");
     assert_eq!(decoded.positions, positions);

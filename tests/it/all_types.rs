@@ -20,8 +20,6 @@
 //! The expected JSON is spelled out here by hand from the values `fluss_testkit::all_types`
 //! writes (row kind = id mod 4: extremes, other extremes, ordinary values, nulls).
 
-use std::time::Duration;
-
 use fluss_testkit::all_types::{
     TIMESTAMP_PRECISIONS, all_types_columns, all_types_row, create_all_types_table,
 };
@@ -155,7 +153,7 @@ fn every_type_round_trips_to_the_documented_json() {
         write::append_rows(&conn, &path, (0..8).map(all_types_row)).await;
     });
     let mut s = Stream::open(&config(path.table(), json!({})), None).expect("open");
-    s.read(8, Duration::from_secs(15), Answer::AckAll);
+    s.read(8, Answer::AckAll);
     assert_eq!(s.acked.len(), 8);
     let columns = all_types_columns();
     assert!(columns.len() > 40, "the table has every type");

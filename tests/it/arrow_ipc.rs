@@ -20,7 +20,6 @@
 
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::time::Duration;
 
 use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_ipc::reader::StreamReader;
@@ -31,7 +30,13 @@ use serde_json::json;
 
 use crate::fixture::{Answer, Received, Stream, cluster, config, rt};
 
-const IDLE: Duration = Duration::from_secs(10);
+/// The rows of Arrow IPC messages.
+fn rows(messages: &[Received]) -> usize {
+    messages
+        .iter()
+        .map(|m| m.row_count.expect("fluss_row_count") as usize)
+        .sum()
+}
 
 /// The one record batch of an Arrow IPC message, checked against its `fluss_row_count`.
 pub(crate) fn decode(message: &Received) -> RecordBatch {
@@ -85,21 +90,15 @@ fn log_table_batches_add_up_to_the_table_through_restart_and_nacks() {
                "max_batch_bytes": 16384}),
     );
     let mut first = Stream::open(&cfg, None).expect("open");
-    first.read(4, IDLE, Answer::NackEvery(2));
+    first.read(4, Answer::NackEvery(2));
     let mut messages = first.acked.clone();
     let first_nacks = first.nacked.len();
     let state = first.close();
     let mut second = Stream::open(&cfg, state).expect("reopen");
-    let mut rows: usize = messages.iter().map(|m| m.row_count.unwrap() as usize).sum();
-    while rows < 20_000 {
-        let before = second.acked.len();
-        second.read(before + 1, IDLE, Answer::NackEvery(2));
-        assert!(second.acked.len() > before, "stream stalled at {rows} rows");
-        rows += second.acked[before..]
-            .iter()
-            .map(|m| m.row_count.unwrap() as usize)
-            .sum::<usize>();
-    }
+    let first_rows = rows(&messages);
+    second.read_until("the table's 20000 rows", Answer::NackEvery(2), |s| {
+        first_rows + rows(&s.acked) >= 20_000
+    });
     assert!(
         first_nacks > 0 && !second.nacked.is_empty(),
         "batches were nacked"
@@ -154,7 +153,10 @@ fn primary_key_changelog_batches_lead_with_change_columns() {
         None,
     )
     .expect("open");
-    s.read(usize::MAX, Duration::from_secs(6), Answer::AckAll);
+    // 100 inserts, 50 updates (a -U and a +U row each) and 10 deletes.
+    s.read_until("the 210 rows of the changelog", Answer::AckAll, |s| {
+        rows(&s.acked) >= 210
+    });
     let mut state: BTreeMap<i64, String> = BTreeMap::new();
     let mut kinds = BTreeMap::new();
     for m in &s.acked {
@@ -229,16 +231,9 @@ fn pyarrow_reads_every_payload() {
         None,
     )
     .expect("open");
-    let mut rows = 0;
-    while rows < 4_000 {
-        let before = s.acked.len();
-        s.read(before + 1, IDLE, Answer::AckAll);
-        assert!(s.acked.len() > before, "stream stalled at {rows} rows");
-        rows += s.acked[before..]
-            .iter()
-            .map(|m| m.row_count.unwrap())
-            .sum::<i64>();
-    }
+    s.read_until("the table's 4000 rows", Answer::AckAll, |s| {
+        rows(&s.acked) >= 4_000
+    });
     let dir = std::env::temp_dir().join(format!("ipc-payloads-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (i, m) in s.acked.iter().enumerate() {

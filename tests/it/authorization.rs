@@ -153,7 +153,7 @@ fn acls_decide_open_and_streaming() {
             Err(code) => panic!("open after granting READ failed ({code})"),
         }
     };
-    s.read(500, Duration::from_secs(20), Answer::AckAll);
+    s.read(500, Answer::AckAll);
     assert_eq!(ids(&s.acked), (0..500).collect::<Vec<_>>());
     let state = s.state.clone().expect("state after 500 rows");
 
@@ -162,38 +162,18 @@ fn acls_decide_open_and_streaming() {
     // The revoke reaches the tablet server through ZooKeeper a moment later: read on until
     // the stream reports it, before writing the rows it must not deliver yet.
     let revoked = Instant::now();
-    let first = loop {
-        s.read(
-            s.acked.len() + 1,
-            Duration::from_millis(300),
-            Answer::AckAll,
-        );
-        if let Some(line) = error_lines("No permission to READ", since)
-            .into_iter()
-            .next()
-        {
-            break line;
-        }
-        assert!(
-            revoked.elapsed() < Duration::from_secs(60),
-            "no ERROR within 60 s of revoking READ"
-        );
-    };
+    s.read_until("the ERROR line of the revoked READ", Answer::AckAll, |_| {
+        !error_lines("No permission to READ", since).is_empty()
+    });
     let noticed = revoked.elapsed();
+    let first = error_lines("No permission to READ", since).remove(0);
     rt().block_on(fluss_testkit::write::append_rows(
         &conn,
         &path,
         (500..600).map(tables::sample_row),
     ));
     // 20 s without READ: what the stream does and logs.
-    let until = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < until {
-        s.read(
-            s.acked.len() + 1,
-            Duration::from_millis(500),
-            Answer::AckAll,
-        );
-    }
+    s.read_for(Duration::from_secs(20), Answer::AckAll);
     let tag = format!("{}.{table}", tables::TEST_DATABASE);
     let during: Vec<(Level, String)> = logs()
         .into_iter()
@@ -225,9 +205,7 @@ fn acls_decide_open_and_streaming() {
     // 3. Granted back: the stream resumes from its own position, nothing lost or repeated.
     rt().block_on(grant(&admin, &path));
     let regranted = Instant::now();
-    while s.acked.len() < 600 && regranted.elapsed() < Duration::from_secs(90) {
-        s.read(600, Duration::from_secs(1), Answer::AckAll);
-    }
+    s.read(600, Answer::AckAll);
     eprintln!(
         "authorization: {} rows after granting READ back ({:.1?})",
         s.acked.len(),

@@ -223,11 +223,7 @@ fn unknown_key_error() -> String {
 /// The line for state bytes that do not decode; rmp-serde's own words in the middle depend on
 /// where the bytes stop, so they come from the plugin's decoder.
 fn undecodable_state(bytes: &[u8]) -> String {
-    let e = iggy_connector_fluss_source::state::SavedState::decode(
-        &iggy_connector_sdk::ConnectorState(bytes.to_vec()),
-    )
-    .expect_err("the bytes do not decode");
-    let line = e.to_string();
+    let line = state_refusal(bytes);
     assert!(
         line.starts_with(&format!(
             "the saved state ({} bytes) is not a Fluss source state (",
@@ -236,6 +232,41 @@ fn undecodable_state(bytes: &[u8]) -> String {
         "{line}"
     );
     line
+}
+
+/// The line for state bytes the plugin refuses.
+fn state_refusal(bytes: &[u8]) -> String {
+    iggy_connector_fluss_source::state::SavedState::decode(&iggy_connector_sdk::ConnectorState(
+        bytes.to_vec(),
+    ))
+    .expect_err("the bytes are refused")
+    .to_string()
+}
+
+/// The line for a state this plugin wrote, changed after it was written.
+fn damaged_state(bytes: &[u8]) -> String {
+    let line = state_refusal(bytes);
+    assert_eq!(
+        line,
+        format!(
+            "the saved state ({} bytes) does not match its checksum: the state file was changed after the connector wrote it (damaged on disk or in a copy, or edited), so its positions cannot be trusted; put back a copy of the file taken before, or delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`",
+            bytes.len()
+        )
+    );
+    line
+}
+
+/// `state` with one bit flipped in the offset of its first bucket, which still decodes: without
+/// the checksum it would resume at another offset.
+fn flipped_offset(state: &[u8]) -> Vec<u8> {
+    // The log table's one bucket read 10 rows: its position (None, 0, 10) is `93 c0 00 0a`.
+    let at = state
+        .windows(4)
+        .position(|w| w == [0x93, 0xc0, 0x00, 0x0a])
+        .expect("the position of bucket 0 at offset 10 in the state");
+    let mut flipped = state.to_vec();
+    flipped[at + 3] ^= 0x04;
+    flipped
 }
 
 fn table_id(path: &TablePath) -> i64 {
@@ -263,7 +294,7 @@ fn bad_config_and_state_are_refused_at_open() {
     });
     // Valid state of this table, to hand to another one.
     let mut s = Stream::open(&config(&table, json!({})), None).expect("valid config opens");
-    s.read(10, Duration::from_secs(15), Answer::AckAll);
+    s.read(10, Answer::AckAll);
     let state = s.close().expect("state after 10 rows");
     let other = log_table("bad_input_other", 0);
 
@@ -359,9 +390,15 @@ fn bad_config_and_state_are_refused_at_open() {
         Case::new(
             "truncated state",
             config(&table, json!({})),
-            undecodable_state(&state[..state.len() / 2]),
+            damaged_state(&state[..state.len() / 2]),
         )
         .with_state(state[..state.len() / 2].to_vec()),
+        Case::new(
+            "state with a flipped bit",
+            config(&table, json!({})),
+            damaged_state(&flipped_offset(&state)),
+        )
+        .with_state(flipped_offset(&state)),
         Case::new(
             "state of another table",
             config(other.table(), json!({})),
@@ -459,7 +496,7 @@ fn refused_credentials_fail_open() {
         None,
     )
     .expect("the right credentials open");
-    assert_eq!(s.read(0, Duration::from_millis(10), Answer::AckAll), 0);
+    assert_eq!(s.read(0, Answer::AckAll), 0);
     drop(s);
     drop(sasl);
     eprintln!("refused_credentials_fail_open: {:?}", started.elapsed());
@@ -573,7 +610,7 @@ fn two_instances_read_their_own_tables() {
     let read = |path: &TablePath, want: usize| {
         let mut s =
             Stream::open(&config(path.table(), json!({"batch_size": 100})), None).expect("open");
-        s.read(want, Duration::from_secs(20), Answer::AckAll);
+        s.read(want, Answer::AckAll);
         let ids = crate::fixture::ids(&s.acked);
         crate::fixture::assert_bucket_order(&s.acked);
         ids

@@ -34,8 +34,6 @@ use serde_json::json;
 use crate::bad_input::{Case, refused};
 use crate::fixture::{Answer, Received, Stream, assert_bucket_order, cluster, config, ids, rt};
 
-const IDLE: Duration = Duration::from_secs(10);
-
 fn latest(path: &TablePath, buckets: i32) -> BTreeMap<i32, i64> {
     rt().block_on(async {
         let (_conn, admin) = cluster().admin().await;
@@ -132,12 +130,18 @@ fn bounded_latest_delivers_exactly_the_rows_below_the_first_open() {
         (stop, written, first)
     };
     assert!(written > 3000, "the writer was writing before the open");
-    first.read(written as usize / 2, IDLE, Answer::AckAll);
+    first.read(written as usize / 2, Answer::AckAll);
     let half = first.acked.clone();
     let state = first.close().expect("a state half way");
     // A restart half way stops at the same place, not at the offsets of the restart.
     let mut second = Stream::open(&cfg, Some(state)).expect("reopen");
-    second.read(usize::MAX, Duration::from_secs(5), Answer::AckAll);
+    let table = format!("{}.{}", path.database(), path.table());
+    let rest = written as usize - half.len();
+    second.read_until(
+        "the rest of the rows and the finished line",
+        Answer::AckAll,
+        |s| s.acked.len() >= rest && !finished_lines(&table).is_empty(),
+    );
     let mut delivered: Vec<Received> = half;
     delivered.extend(second.acked.iter().cloned());
     let mut got = ids(&delivered);
@@ -164,7 +168,6 @@ fn bounded_latest_delivers_exactly_the_rows_below_the_first_open() {
             "bucket {bucket} past its stop"
         );
     }
-    let table = format!("{}.{}", path.database(), path.table());
     let lines = finished_lines(&table);
     let offsets: Vec<String> = stop
         .iter()
@@ -193,7 +196,7 @@ fn bounded_latest_delivers_exactly_the_rows_below_the_first_open() {
     );
     // A restart after the end delivers nothing, however much was written since.
     let mut third = Stream::open(&cfg, Some(state)).expect("reopen after finishing");
-    assert_eq!(third.read(1, Duration::from_secs(4), Answer::AckAll), 0);
+    assert_eq!(third.read_for(Duration::from_secs(4), Answer::AckAll), 0);
     third.close();
     assert_eq!(
         finished_lines(&table).len(),
@@ -226,7 +229,10 @@ fn a_timestamp_stop_point_ends_at_that_time() {
         json!({ "stopping_offset": format!("timestamp:{boundary}") }),
     );
     let mut s = Stream::open(&cfg, None).expect("open");
-    s.read(usize::MAX, Duration::from_secs(4), Answer::AckAll);
+    let table = format!("{}.{}", path.database(), path.table());
+    s.read_until("50 rows and the finished line", Answer::AckAll, |s| {
+        s.acked.len() >= 50 && !finished_lines(&table).is_empty()
+    });
     let mut got = ids(&s.acked);
     got.sort_unstable();
     assert_eq!(
@@ -234,7 +240,6 @@ fn a_timestamp_stop_point_ends_at_that_time() {
         (0..50).collect::<Vec<_>>(),
         "rows committed before the boundary"
     );
-    let table = format!("{}.{}", path.database(), path.table());
     assert_eq!(finished_lines(&table).len(), 1);
     s.close();
 }
@@ -248,7 +253,7 @@ fn a_bounded_read_of_an_empty_table_is_done_at_once_and_stays_done() {
     });
     let cfg = config(path.table(), json!({"stopping_offset": "latest"}));
     let mut s = Stream::open(&cfg, None).expect("open");
-    assert_eq!(s.read(1, Duration::from_secs(3), Answer::AckAll), 0);
+    assert_eq!(s.read_for(Duration::from_secs(3), Answer::AckAll), 0);
     // The stop point goes out in a state of its own, although no position moved.
     let state = s.close().expect("the stop point was persisted");
     let table = format!("{}.{}", path.database(), path.table());
@@ -265,7 +270,7 @@ fn a_bounded_read_of_an_empty_table_is_done_at_once_and_stays_done() {
     });
     let mut again = Stream::open(&cfg, Some(state.clone())).expect("reopen");
     assert_eq!(
-        again.read(1, Duration::from_secs(3), Answer::AckAll),
+        again.read_for(Duration::from_secs(3), Answer::AckAll),
         0,
         "rows written after the stop point are not read after a restart"
     );
@@ -300,7 +305,12 @@ fn nacks_in_a_bounded_read_redeliver_up_to_the_stop_and_no_further() {
         let conn = cluster().connection().await;
         write::append_rows(&conn, &path, (3000..3500).map(sample_row)).await;
     });
-    s.read(usize::MAX, Duration::from_secs(5), Answer::NackEvery(3));
+    let table = format!("{}.{}", path.database(), path.table());
+    s.read_until(
+        "3000 rows and the finished line",
+        Answer::NackEvery(3),
+        |s| s.acked.len() >= 3000 && !finished_lines(&table).is_empty(),
+    );
     assert!(!s.nacked.is_empty(), "some batches were nacked");
     let mut got = ids(&s.acked);
     got.sort_unstable();
@@ -315,7 +325,6 @@ fn nacks_in_a_bounded_read_redeliver_up_to_the_stop_and_no_further() {
             .all(|m| m.payload["id"].as_i64().unwrap() < 3000),
         "a nacked batch holds no row past the stop either"
     );
-    let table = format!("{}.{}", path.database(), path.table());
     assert_eq!(finished_lines(&table).len(), 1);
     s.close();
 }

@@ -35,7 +35,6 @@ fn replay(events: &[Received]) -> TableState {
     crate::pk_script::replay(events.iter().map(|m| &m.payload))
 }
 
-const IDLE: Duration = Duration::from_secs(8);
 fn pk_table(prefix: &str, descriptor: TableDescriptor) -> (FlussConnection, TablePath) {
     let path = unique_table(prefix);
     let conn = rt().block_on(cluster().connection());
@@ -75,12 +74,9 @@ fn mixed_changes_replay_to_the_final_table_in_both_formats() {
             None,
         )
         .expect("open");
-        s.read(usize::MAX, IDLE, Answer::AckAll);
-        assert_eq!(
-            replay(&s.acked),
-            expected,
-            "{format} events replay to the table"
-        );
+        s.read_until("events that replay to the table", Answer::AckAll, |s| {
+            replay(&s.acked) == expected
+        });
         let ops: std::collections::HashSet<&str> = s
             .acked
             .iter()
@@ -113,11 +109,15 @@ fn restart_and_nacks_keep_the_final_state() {
     let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
     let cfg = config(path.table(), json!({"batch_size": 300}));
     let mut first = Stream::open(&cfg, None).expect("open");
-    first.read(3000, IDLE, Answer::NackEvery(3));
+    first.read(3000, Answer::NackEvery(3));
     let mut events = first.acked.clone();
     let state = first.close();
     let mut second = Stream::open(&cfg, state).expect("reopen");
-    second.read(usize::MAX, IDLE, Answer::NackEvery(3));
+    second.read_until(
+        "events of both runs that replay to the table",
+        Answer::NackEvery(3),
+        |s| crate::pk_script::replay(events.iter().chain(&s.acked).map(|m| &m.payload)) == expected,
+    );
     assert!(!second.nacked.is_empty());
     events.extend(second.acked.iter().cloned());
     let ids: std::collections::HashSet<u128> = events.iter().map(|m| m.id).collect();
@@ -139,8 +139,9 @@ fn wal_changelog_image_gives_updates_without_before() {
     rt().block_on(apply_script(&conn, &path, &ops, None));
     let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
     let mut s = Stream::open(&config(path.table(), json!({})), None).expect("open");
-    s.read(usize::MAX, IDLE, Answer::AckAll);
-    assert_eq!(replay(&s.acked), expected);
+    s.read_until("events that replay to the table", Answer::AckAll, |s| {
+        replay(&s.acked) == expected
+    });
     assert!(
         s.acked
             .iter()
@@ -176,8 +177,9 @@ fn partitioned_primary_key_table() {
         None,
     )
     .expect("open");
-    s.read(usize::MAX, IDLE, Answer::AckAll);
-    assert_eq!(replay(&s.acked), expected);
+    s.read_until("events that replay to the table", Answer::AckAll, |s| {
+        replay(&s.acked) == expected
+    });
     assert!(s.acked.iter().all(|m| m.partition.is_some()));
 }
 
@@ -204,7 +206,9 @@ fn merge_engines_produce_what_the_changelog_holds() {
         None,
     )
     .expect("open");
-    s.read(usize::MAX, Duration::from_secs(4), Answer::AckAll);
+    // Two inserts, then nothing more.
+    s.read(2, Answer::AckAll);
+    s.read_for(Duration::from_secs(3), Answer::AckAll);
     let events: Vec<(String, String)> = s
         .acked
         .iter()
@@ -229,7 +233,9 @@ fn merge_engines_produce_what_the_changelog_holds() {
     let (_, path) = pk_table("cdc_default_engine", pk_descriptor(&[]));
     write_twice_then_delete(&path);
     let mut s = Stream::open(&config(path.table(), json!({})), None).expect("open");
-    s.read(usize::MAX, Duration::from_secs(4), Answer::AckAll);
+    // An insert, an update, an insert, then nothing more.
+    s.read(3, Answer::AckAll);
+    s.read_for(Duration::from_secs(3), Answer::AckAll);
     let ops: Vec<&str> = s
         .acked
         .iter()

@@ -27,44 +27,18 @@ use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::{tables, unique_table};
 use serde_json::{Value, json};
 
-use crate::fixture::{cluster, config, rt};
+use fluss_testkit::seed::Rng;
+
+use crate::fixture::{DEADLINE, cluster, config, rt};
 use crate::pk_script::{apply_script, lookup_all, replay, script, script_state};
 use crate::process::{
-    Line, assert_run_order, connector_file, count_lines, read_lines, run_runner, scratch_dir,
-    spawn_runner,
+    Line, assert_run_order, connector_file, count_lines, read_lines, scratch_dir, spawn_runner,
 };
 
 pub(crate) const KILLS: usize = 10;
 
-/// A small deterministic generator (the seed is printed, so a failure can be replayed).
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn from_time() -> Self {
-        let seed = std::env::var("FLUSS_IT_CRASH_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(1, |d| d.as_nanos() as u64)
-            });
-        eprintln!("crash test seed: FLUSS_IT_CRASH_SEED={seed}");
-        Self(seed)
-    }
-
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-
-    fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-}
+/// The variable that replays a crash test's kills (its seed is printed as `VAR=SEED`).
+pub(crate) const SEED_VAR: &str = "FLUSS_IT_CRASH_SEED";
 
 /// What the kill loop saw.
 pub(crate) struct Runs {
@@ -112,12 +86,13 @@ const DRY: Duration = Duration::from_secs(10);
 /// Runs the binary, kills it with SIGKILL `KILLS` times once its output of that run reached
 /// a random line count in `kill_after` (at once, or after a random 0-20 ms, to hit every
 /// phase of a batch: encoding, writing lines, saving state, acking), then lets a last run
-/// finish.
+/// go on until `done` accepts the lines of all runs.
 pub(crate) fn stream_with_kills(
     name: &str,
     plugin_config: &Value,
     kill_after: (u64, u64),
     rng: &mut Rng,
+    done: &dyn Fn(&[&Line]) -> bool,
 ) -> Runs {
     let dir = scratch_dir(name);
     let connector = connector_file(&dir, Some(plugin_config));
@@ -153,12 +128,12 @@ pub(crate) fn stream_with_kills(
                     std::fs::read_to_string(output.with_extension("stderr")).unwrap_or_default()
                 );
             }
-            if started.elapsed() >= Duration::from_secs(60) {
+            if started.elapsed() >= DEADLINE {
                 // Not left running after the test.
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!(
-                    "run {run} wrote {lines} of {target} lines in 60 s; stderr in {}",
+                    "run {run} wrote {lines} of {target} lines in {DEADLINE:?}; stderr in {}",
                     output.with_extension("stderr").display()
                 );
             }
@@ -173,12 +148,42 @@ pub(crate) fn stream_with_kills(
         child.wait().expect("reap the runner");
         runs.push(read_lines(&output));
     }
+    // The last run goes on until the lines of every run hold what `done` waits for, then
+    // stops as an operator stops it (SIGTERM: it closes after the batch in flight).
     let output = dir.join("final.jsonl");
-    let last = run_runner(&connector, &state, &output, &["--idle-exit", "3s"]);
+    let mut last = spawn_runner(&connector, &state, &output, &[]);
+    let started = Instant::now();
+    loop {
+        let lines = read_lines(&output);
+        let all: Vec<&Line> = runs.iter().flatten().chain(&lines).collect();
+        if done(&all) {
+            break;
+        }
+        if let Some(status) = last.try_wait().expect("try_wait") {
+            panic!(
+                "the last run ended by itself ({status}) before it delivered what was expected; stderr:\n{}",
+                std::fs::read_to_string(output.with_extension("stderr")).unwrap_or_default()
+            );
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = last.kill();
+            let _ = last.wait();
+            panic!(
+                "the last run did not deliver what was expected within {DEADLINE:?} ({} lines); stderr in {}",
+                lines.len(),
+                output.with_extension("stderr").display()
+            );
+        }
+        // Each check parses every line written so far: not more often than the runner needs.
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    unsafe { libc::kill(last.id() as libc::pid_t, libc::SIGTERM) };
+    let status = last.wait().expect("reap the last run");
     assert!(
-        last.status.success(),
-        "the last run failed; stderr:\n{}",
-        String::from_utf8_lossy(&last.stderr)
+        status.success(),
+        "the last run failed ({status}); stderr:\n{}",
+        std::fs::read_to_string(output.with_extension("stderr")).unwrap_or_default()
     );
     runs.push(read_lines(&output));
     let _ = std::fs::remove_dir_all(&dir);
@@ -201,7 +206,7 @@ fn assert_repeats_bounded(what: &str, runs: &Runs, batch_size: usize) -> usize {
 #[test]
 fn kill_9_at_random_moments_loses_nothing() {
     let started = Instant::now();
-    let mut rng = Rng::from_time();
+    let mut rng = Rng::from_env(SEED_VAR);
     const ROWS: i64 = 200_000;
     const BATCH: usize = 1000;
     let log = unique_table("crash_log");
@@ -213,11 +218,19 @@ fn kill_9_at_random_moments_loses_nothing() {
     });
     eprintln!("crash: wrote {ROWS} rows in {:?}", started.elapsed());
     let streaming = Instant::now();
+    let every_row = |lines: &[&Line]| {
+        let ids: HashSet<i64> = lines
+            .iter()
+            .filter_map(|l| l.payload["id"].as_i64())
+            .collect();
+        ids.len() as i64 >= ROWS
+    };
     let runs = stream_with_kills(
         "crash_log",
         &config(log.table(), json!({"batch_size": BATCH})),
         (2_000, 15_000),
         &mut rng,
+        &every_row,
     );
     let repeated = assert_repeats_bounded("log table", &runs, BATCH);
     let ids: HashSet<i64> = runs
@@ -237,26 +250,28 @@ fn kill_9_at_random_moments_loses_nothing() {
 
     let pk_started = Instant::now();
     let pk = unique_table("crash_pk");
-    let ops = script(5_000, PK_KEYS, rng.next());
+    let ops = script(5_000, PK_KEYS, rng.bits());
     rt().block_on(async {
         let conn = cluster().connection().await;
         let admin = conn.get_admin().unwrap();
         tables::create_pk_table(&admin, &pk, tables::sample_pk_schema(), 2).await;
         apply_script(&conn, &pk, &ops, None).await;
     });
+    let expected = script_state(&ops, "");
     const PK_BATCH: usize = 50;
+    let replays = |lines: &[&Line]| replay(lines.iter().map(|l| &l.payload)) == expected;
     let runs = stream_with_kills(
         "crash_pk",
         &config(pk.table(), json!({"batch_size": PK_BATCH})),
         (100, 500),
         &mut rng,
+        &replays,
     );
     assert_repeats_bounded("primary-key table", &runs, PK_BATCH);
     // Replaying every delivered change in delivery order (repeats included: a repeated
     // suffix of one bucket's changes is idempotent) must give the table's current content.
     let changes: HashSet<&str> = runs.all().map(|line| line.id.as_str()).collect();
     let replayed = replay(runs.all().map(|line| &line.payload));
-    let expected = script_state(&ops, "");
     let looked_up = rt().block_on(lookup_all(&pk, PK_KEYS, &[None]));
     assert_eq!(
         looked_up, expected,
@@ -295,9 +310,9 @@ fn peak_memory_stays_bounded() {
     // Hex from a generator, not one repeated character: Fluss compresses Arrow batches, and
     // the point is 1 KiB per row after decompression as well as on the wire.
     let payload = |id: i64| -> String {
-        let mut rng = Rng(id as u64 ^ 0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng::new(id as u64 ^ 0x9e37_79b9_7f4a_7c15);
         (0..125)
-            .map(|_| format!("{:08x}", rng.next() as u32))
+            .map(|_| format!("{:08x}", rng.bits() as u32))
             .collect()
     };
     rt().block_on(async {
@@ -334,7 +349,9 @@ fn peak_memory_stays_bounded() {
     );
     let streaming = Instant::now();
     // Lines go to /dev/null (1 GiB of output is not the point); the runner's summary line
-    // counts the messages, and GNU time reports the peak RSS of the whole process.
+    // counts the messages, and GNU time reports the peak RSS of the whole process. It stops
+    // once every row is acknowledged; only a stream that stands still for 120 s ends it
+    // sooner (and fails the count below).
     let ran = std::process::Command::new("/usr/bin/time")
         .arg("-v")
         .arg(crate::process::runner_binary())
@@ -344,7 +361,8 @@ fn peak_memory_stays_bounded() {
         .arg(crate::fixture::plugin_path())
         .arg("--state")
         .arg(dir.join("source.state"))
-        .args(["--output", "/dev/null", "--idle-exit", "3s"])
+        .args(["--output", "/dev/null", "--idle-exit", "120s"])
+        .args(["--max-messages", &rows.to_string()])
         .output()
         .expect("run the runner under /usr/bin/time (apt-get install time)");
     let stderr = String::from_utf8_lossy(&ran.stderr);

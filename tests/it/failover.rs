@@ -92,7 +92,7 @@ impl Tap {
                 let mut arrived = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
                     let before = s.acked.len();
-                    s.read(before + 1, Duration::from_millis(300), Answer::AckAll);
+                    s.read_for(Duration::from_millis(300), Answer::AckAll);
                     let now = Instant::now();
                     let mut seen = lock(&seen);
                     for m in &s.acked[before..] {

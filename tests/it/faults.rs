@@ -110,12 +110,8 @@ impl Reader {
             std::thread::spawn(move || {
                 let mut s = Stream::open(&config, None).expect("open");
                 while !stop.load(Ordering::Relaxed) {
-                    let n = s.read(
-                        s.acked.len() + 1,
-                        Duration::from_millis(300),
-                        Answer::AckAll,
-                    );
-                    acked.store(n, Ordering::Relaxed);
+                    s.read_for(Duration::from_millis(300), Answer::AckAll);
+                    acked.store(s.acked.len(), Ordering::Relaxed);
                 }
                 let acked = std::mem::take(&mut s.acked);
                 s.close();
@@ -514,7 +510,7 @@ impl Truncated {
             None,
         )
         .expect("open");
-        s.read(40, Duration::from_secs(20), Answer::AckAll);
+        s.read(40, Answer::AckAll);
         let first = s.acked.first().expect("40 rows read").offset;
         // At least 40 rows, in order; a slow first poll may hand over fewer than a batch, and
         // the next batch then comes along.
@@ -601,11 +597,7 @@ impl Truncated {
 fn truncated_log_with_earliest_continues_at_the_log_start() {
     let t = Truncated::start();
     let (mut s, since) = t.open("earliest");
-    s.read(
-        600 - t.log_start as usize,
-        Duration::from_secs(10),
-        Answer::AckAll,
-    );
+    s.read(600 - t.log_start as usize, Answer::AckAll);
     let first = s.acked.first().expect("rows after the reset").offset;
     assert!(
         first >= t.log_start,
@@ -642,7 +634,7 @@ fn truncated_log_with_latest_continues_at_the_end() {
         || async { t.errors(since).into_iter().next().ok_or("none yet") },
     ));
     rt().block_on(append(&t.cluster, &t.path, 600..610));
-    s.read(10, Duration::from_secs(10), Answer::AckAll);
+    s.read(10, Answer::AckAll);
     assert_eq!(
         ids(&s.acked),
         (600..610).collect::<Vec<_>>(),
@@ -691,7 +683,7 @@ fn truncated_log_with_fail_delivers_nothing_and_keeps_the_state() {
         error.message
     );
     assert_eq!(
-        s.read(1, Duration::from_secs(3), Answer::AckAll),
+        s.read_for(Duration::from_secs(3), Answer::AckAll),
         0,
         "fail: nothing delivered"
     );

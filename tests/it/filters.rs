@@ -37,9 +37,8 @@ use serde_json::{Value, json};
 
 use crate::arrow_ipc::decode;
 use crate::bad_input::{Case, refused};
-use crate::fixture::{Answer, Stream, assert_bucket_order, cluster, config, ids, rt};
+use crate::fixture::{Answer, Received, Stream, assert_bucket_order, cluster, config, ids, rt};
 
-const IDLE: Duration = Duration::from_secs(8);
 const ROWS: i64 = 6_000;
 /// Keeps ids 5000..=5099, and 7 and 17: 102 rows.
 const FILTER: &str = "id >= 5000 AND id < 5100 OR (id < 1000 AND name IN ('name-7', 'name-17'))";
@@ -78,7 +77,9 @@ fn only_matching_rows_arrive_in_every_format_and_positions_pass_the_rest() {
 
     let cfg = config(path.table(), json!({"filter": filter, "batch_size": 50}));
     let mut json_rows = Stream::open(&cfg, None).expect("open with a filter");
-    json_rows.read(usize::MAX, IDLE, Answer::NackEvery(3));
+    json_rows.read(want.len(), Answer::NackEvery(3));
+    // Then nothing more: each matching row came once.
+    json_rows.read_for(Duration::from_secs(2), Answer::NackEvery(3));
     assert!(!json_rows.nacked.is_empty(), "some batches were nacked");
     assert_bucket_order(&json_rows.acked);
     let got: Vec<i64> = ids(&json_rows.acked);
@@ -102,17 +103,14 @@ fn only_matching_rows_arrive_in_every_format_and_positions_pass_the_rest() {
     // only new matching rows.
     let state = json_rows.close();
     let mut again = Stream::open(&cfg, state).expect("reopen");
-    assert_eq!(
-        again.read(usize::MAX, Duration::from_secs(4), Answer::AckAll),
-        0
-    );
+    assert_eq!(again.read_for(Duration::from_secs(4), Answer::AckAll), 0);
     rt().block_on(async {
         let conn = cluster().connection().await;
         fluss_testkit::write::append_rows(&conn, &path, (6_000..6_020).map(tables::sample_row))
             .await;
         fluss_testkit::write::append_rows(&conn, &path, [tables::sample_row(5_050)]).await;
     });
-    again.read(1, IDLE, Answer::AckAll);
+    again.read(1, Answer::AckAll);
     assert_eq!(ids(&again.acked), [5_050], "only the new matching row");
 
     let ipc_cfg = config(
@@ -120,7 +118,17 @@ fn only_matching_rows_arrive_in_every_format_and_positions_pass_the_rest() {
         json!({"filter": filter, "payload_format": "arrow_ipc"}),
     );
     let mut ipc = Stream::open(&ipc_cfg, None).expect("open arrow_ipc with a filter");
-    ipc.read(usize::MAX, IDLE, Answer::AckAll);
+    let rows = |messages: &[Received]| -> usize {
+        messages
+            .iter()
+            .map(|m| m.row_count.unwrap_or(0) as usize)
+            .sum()
+    };
+    // Each matching row, 5050 twice; then nothing more.
+    ipc.read_until("the matching rows", Answer::AckAll, |s| {
+        rows(&s.acked) > want.len()
+    });
+    ipc.read_for(Duration::from_secs(2), Answer::AckAll);
     let mut ipc_ids = BTreeSet::new();
     for m in &ipc.acked {
         let batch = decode(m);
@@ -231,7 +239,8 @@ fn updates_crossing_the_filter_become_the_filtered_views_changes() {
             json!({"filter": "amount >= 100", "changelog_format": format}),
         );
         let mut s = Stream::open(&cfg, None).expect("open");
-        s.read(usize::MAX, IDLE, Answer::AckAll);
+        s.read(debezium.len(), Answer::AckAll);
+        s.read_for(Duration::from_secs(2), Answer::AckAll);
         let want: Vec<(String, Value, Value)> = debezium
             .iter()
             .map(|(op, before, after)| match format {
@@ -251,7 +260,7 @@ fn updates_crossing_the_filter_become_the_filtered_views_changes() {
         let state = s.close();
         let mut again = Stream::open(&cfg, state).expect("reopen");
         assert_eq!(
-            again.read(usize::MAX, Duration::from_secs(3), Answer::AckAll),
+            again.read_for(Duration::from_secs(3), Answer::AckAll),
             0,
             "{format}: the position passed the filtered-out changes"
         );
@@ -261,7 +270,15 @@ fn updates_crossing_the_filter_become_the_filtered_views_changes() {
         json!({"filter": "amount >= 100", "payload_format": "arrow_ipc"}),
     );
     let mut ipc = Stream::open(&cfg, None).expect("open arrow_ipc");
-    ipc.read(usize::MAX, IDLE, Answer::AckAll);
+    // The six rows of the filtered view's changes, then nothing more.
+    ipc.read_until("six rows of changes", Answer::AckAll, |s| {
+        s.acked
+            .iter()
+            .map(|m| m.row_count.unwrap_or(0))
+            .sum::<i64>()
+            >= 6
+    });
+    ipc.read_for(Duration::from_secs(2), Answer::AckAll);
     let mut rows = Vec::new();
     for m in &ipc.acked {
         let batch = decode(m);

@@ -25,7 +25,11 @@ use std::time::{Duration, Instant};
 
 use fluss_source_runner::{Batch, Harness, Instance, Level, logs};
 use fluss_testkit::Cluster;
-use iggy_connector_sdk::{HeaderKey, HeaderValue, Schema};
+use fluss_testkit::fluss::metadata::TablePath;
+use fluss_testkit::fluss::rpc::message::OffsetSpec;
+use iggy_connector_fluss_source::position::{BucketKey, Position};
+use iggy_connector_fluss_source::state::SavedState;
+use iggy_connector_sdk::{ConnectorState, HeaderKey, HeaderValue, Schema};
 use serde_json::{Value, json};
 
 pub use fluss_testkit::{plugin_path, rt};
@@ -113,6 +117,52 @@ pub fn config_on(cluster: &Cluster, table: &str, extra: Value) -> Value {
     )
 }
 
+/// The log end (the offset after its last record) of every bucket of `path` on `cluster`, or
+/// of its partition `partition`, keyed as the plugin keys buckets.
+pub fn log_ends(
+    cluster: &Cluster,
+    path: &TablePath,
+    partition: Option<&str>,
+) -> Vec<(BucketKey, i64)> {
+    rt().block_on(async {
+        let conn = cluster.connection().await;
+        let admin = conn.get_admin().expect("admin");
+        let info = admin.get_table_info(path).await.expect("table info");
+        let buckets: Vec<i32> = (0..info.get_num_buckets()).collect();
+        let (partition_id, listed) = match partition {
+            None => (
+                None,
+                admin.list_offsets(path, &buckets, OffsetSpec::Latest).await,
+            ),
+            Some(name) => {
+                let id = admin
+                    .list_partition_infos(path)
+                    .await
+                    .expect("list partitions")
+                    .into_iter()
+                    .find(|p| p.get_partition_name() == name)
+                    .unwrap_or_else(|| panic!("no partition {name}"))
+                    .get_partition_id();
+                let listed = admin
+                    .list_partition_offsets(path, name, &buckets, OffsetSpec::Latest)
+                    .await;
+                (Some(id), listed)
+            }
+        };
+        let listed = listed.expect("list_offsets");
+        buckets
+            .iter()
+            .map(|bucket| {
+                let key = BucketKey {
+                    partition: partition_id,
+                    bucket: *bucket,
+                };
+                (key, listed[bucket])
+            })
+            .collect()
+    })
+}
+
 /// `base` with the keys of `extra` added or replaced.
 pub fn merged(mut base: Value, extra: Value) -> Value {
     if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
@@ -180,6 +230,11 @@ fn decode(batch: &Batch) -> Vec<Received> {
         .collect()
 }
 
+/// How long a test waits for what it expects (a count of messages, a table's rows, a log
+/// line) before it fails: far beyond what it takes on an idle machine, so that only a stream
+/// that stopped, not a slow one, fails the test.
+pub const DEADLINE: Duration = Duration::from_secs(180);
+
 /// How a reader answers batches.
 #[derive(Debug, Clone, Copy)]
 pub enum Answer {
@@ -223,30 +278,89 @@ impl Stream {
         self.instance.as_ref().expect("stream is open")
     }
 
-    /// Reads until at least `want` messages were acked in total, or `idle` passes without
-    /// a batch. Returns the number of acked messages.
-    pub fn read(&mut self, want: usize, idle: Duration, answer: Answer) -> usize {
-        let mut last_batch = Instant::now();
-        while self.acked.len() < want && last_batch.elapsed() < idle {
-            let Some(batch) = self.instance().next_batch(Duration::from_millis(250)) else {
-                continue;
-            };
-            last_batch = Instant::now();
-            self.batches += 1;
-            let received = decode(&batch);
-            let nack = matches!(answer, Answer::NackEvery(n) if self.batches.is_multiple_of(n));
-            if nack {
-                assert_eq!(self.instance().nack(&batch), 0, "nack accepted");
-                self.nacked.extend(received);
-            } else {
-                if let Some(state) = &batch.messages.state {
-                    self.state = Some(state.0.clone());
-                }
-                assert_eq!(self.instance().ack(&batch), 0, "ack accepted");
-                self.acked.extend(received);
+    /// Polls once (up to 250 ms) and answers the batch, if one came, per `answer`; whether
+    /// one came.
+    fn step(&mut self, answer: Answer) -> bool {
+        let Some(batch) = self.instance().next_batch(Duration::from_millis(250)) else {
+            return false;
+        };
+        self.batches += 1;
+        let received = decode(&batch);
+        let nack = matches!(answer, Answer::NackEvery(n) if self.batches.is_multiple_of(n));
+        if nack {
+            assert_eq!(self.instance().nack(&batch), 0, "nack accepted");
+            self.nacked.extend(received);
+        } else {
+            if let Some(state) = &batch.messages.state {
+                self.state = Some(state.0.clone());
             }
+            assert_eq!(self.instance().ack(&batch), 0, "ack accepted");
+            self.acked.extend(received);
         }
+        true
+    }
+
+    /// Reads (answering per `answer`) until `done` accepts the stream, checked before every
+    /// poll; panics after [`DEADLINE`] naming `what`. Tests wait for what they expect, never
+    /// for a pause in the stream: a loaded machine pauses a server for seconds mid-read.
+    pub fn read_until(
+        &mut self,
+        what: &str,
+        answer: Answer,
+        mut done: impl FnMut(&Stream) -> bool,
+    ) {
+        let started = Instant::now();
+        while !done(self) {
+            assert!(
+                started.elapsed() < DEADLINE,
+                "timed out after {DEADLINE:?} waiting for {what}; {} messages acknowledged, {} nacked",
+                self.acked.len(),
+                self.nacked.len()
+            );
+            self.step(answer);
+        }
+    }
+
+    /// Reads until `want` messages were acknowledged in all ([`Stream::read_until`] for a
+    /// count); returns that count.
+    pub fn read(&mut self, want: usize, answer: Answer) -> usize {
+        self.read_until(&format!("{want} acknowledged messages"), answer, |s| {
+            s.acked.len() >= want
+        });
         self.acked.len()
+    }
+
+    /// Whether the state the runtime would have saved commits every bucket of `ends` at its
+    /// offset or past it (a bucket in its snapshot phase is not).
+    pub fn committed_to(&self, ends: &[(BucketKey, i64)]) -> bool {
+        let Some(state) = &self.state else {
+            return ends.iter().all(|(_, end)| *end == 0);
+        };
+        let saved = SavedState::decode(&ConnectorState(state.clone()))
+            .expect("the plugin reads the state it wrote");
+        ends.iter().all(
+            |(key, end)| matches!(saved.positions.get(key), Some(Position::At(at)) if at >= end),
+        )
+    }
+
+    /// Reads until every bucket's acknowledged position reached its end in `ends` ([`log_ends`]
+    /// listed after the last write): everything written was delivered and acknowledged.
+    pub fn read_to(&mut self, ends: &[(BucketKey, i64)], answer: Answer) {
+        self.read_until(
+            &format!("the acknowledged positions to reach the log ends {ends:?}"),
+            answer,
+            |s| s.committed_to(ends),
+        );
+    }
+
+    /// Reads whatever comes within `period`, for checks that nothing more (or nothing at all)
+    /// comes; returns how many messages were acknowledged in it.
+    pub fn read_for(&mut self, period: Duration, answer: Answer) -> usize {
+        let (started, before) = (Instant::now(), self.acked.len());
+        while started.elapsed() < period {
+            self.step(answer);
+        }
+        self.acked.len() - before
     }
 
     /// Closes the instance and returns the persisted state.

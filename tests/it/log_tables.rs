@@ -28,8 +28,6 @@ use serde_json::json;
 
 use crate::fixture::{Answer, Received, Stream, assert_bucket_order, cluster, config, ids, rt};
 
-const IDLE: Duration = Duration::from_secs(15);
-
 /// Creates a log table with the sample schema and `buckets` buckets holding ids `range`.
 pub(crate) fn log_table(prefix: &str, buckets: i32, range: std::ops::Range<i64>) -> TablePath {
     let path = unique_table(prefix);
@@ -69,13 +67,10 @@ fn hundred_thousand_rows_arrive_exactly_once_in_bucket_order() {
     let path = log_table("exactly_once", 3, 0..100_000);
     let mut stream =
         Stream::open(&config(path.table(), json!({"batch_size": 5000})), None).expect("open");
-    let got = stream.read(100_000, IDLE, Answer::AckAll);
+    let got = stream.read(100_000, Answer::AckAll);
     assert_eq!(got, 100_000);
     // Nothing more arrives once everything was acked.
-    assert_eq!(
-        stream.read(100_001, Duration::from_secs(2), Answer::AckAll),
-        100_000
-    );
+    assert_eq!(stream.read_for(Duration::from_secs(2), Answer::AckAll), 0);
     assert_exactly(&ids(&stream.acked), 0..100_000);
     assert_bucket_order(&stream.acked);
     let buckets: BTreeSet<i32> = stream.acked.iter().map(|m| m.bucket).collect();
@@ -97,14 +92,14 @@ fn restart_from_saved_state_loses_and_repeats_nothing() {
     let path = log_table("resume", 3, 0..100_000);
     let cfg = config(path.table(), json!({"batch_size": 1000}));
     let mut first = Stream::open(&cfg, None).expect("open");
-    first.read(40_000, IDLE, Answer::AckAll);
+    first.read(40_000, Answer::AckAll);
     let before = first.acked.clone();
     let state = first.close();
     assert!(state.is_some(), "a state was persisted");
     assert!(before.len() >= 40_000 && before.len() < 41_000);
 
     let mut second = Stream::open(&cfg, state).expect("reopen with saved state");
-    second.read(100_000 - before.len(), IDLE, Answer::AckAll);
+    second.read(100_000 - before.len(), Answer::AckAll);
     let mut all = before.clone();
     all.extend(second.acked.iter().cloned());
     assert_exactly(&ids(&all), 0..100_000);
@@ -115,7 +110,7 @@ fn restart_from_saved_state_loses_and_repeats_nothing() {
 fn nack_every_third_batch_redelivers_the_same_rows() {
     let path = log_table("nack", 3, 0..30_000);
     let mut stream = Stream::open(&cfg_small_batches(&path), None).expect("open");
-    stream.read(30_000, IDLE, Answer::NackEvery(3));
+    stream.read(30_000, Answer::NackEvery(3));
     assert!(!stream.nacked.is_empty(), "some batches were nacked");
     assert_exactly(&ids(&stream.acked), 0..30_000);
     assert_bucket_order(&stream.acked);
@@ -148,12 +143,12 @@ fn starting_offsets_start_where_they_should() {
         None,
     )
     .unwrap();
-    s.read(100, IDLE, Answer::AckAll);
+    s.read(100, Answer::AckAll);
     assert_exactly(&ids(&s.acked), 0..100);
     s.close();
     // integer offset
     let mut s = Stream::open(&config(path.table(), json!({"starting_offset": 60})), None).unwrap();
-    s.read(40, IDLE, Answer::AckAll);
+    s.read(40, Answer::AckAll);
     assert_exactly(&ids(&s.acked), 60..100);
     assert_eq!(s.acked[0].offset, 60);
     s.close();
@@ -163,12 +158,12 @@ fn starting_offsets_start_where_they_should() {
         None,
     )
     .unwrap();
-    assert_eq!(s.read(1, Duration::from_secs(2), Answer::AckAll), 0);
+    assert_eq!(s.read_for(Duration::from_secs(2), Answer::AckAll), 0);
     std::thread::sleep(Duration::from_millis(1500));
     let boundary = now_ms();
     std::thread::sleep(Duration::from_millis(50));
     append(&path, 100..150);
-    s.read(50, IDLE, Answer::AckAll);
+    s.read(50, Answer::AckAll);
     assert_exactly(&ids(&s.acked), 100..150);
     s.close();
     // timestamp: rows committed at or after the boundary
@@ -180,7 +175,7 @@ fn starting_offsets_start_where_they_should() {
         None,
     )
     .unwrap();
-    s.read(50, IDLE, Answer::AckAll);
+    s.read(50, Answer::AckAll);
     assert_exactly(&ids(&s.acked), 100..150);
     s.close();
 }
@@ -203,7 +198,7 @@ fn projection_and_metadata() {
         None,
     )
     .unwrap();
-    s.read(10, IDLE, Answer::AckAll);
+    s.read(10, Answer::AckAll);
     assert_eq!(s.acked.len(), 10);
     for m in &s.acked {
         let text = String::from_utf8(m.raw.clone()).unwrap();
@@ -252,7 +247,7 @@ fn partitions_added_while_streaming_are_read_and_dropped_ones_forgotten() {
         None,
     )
     .unwrap();
-    s.read(100, IDLE, Answer::AckAll);
+    s.read(100, Answer::AckAll);
     assert_exactly(&ids(&s.acked), 0..100);
     assert!(s.acked.iter().all(|m| m.partition.as_deref() == Some("eu")));
     rt().block_on(async {
@@ -264,7 +259,7 @@ fn partitions_added_while_streaming_are_read_and_dropped_ones_forgotten() {
         )
         .await;
     });
-    s.read(200, IDLE, Answer::AckAll);
+    s.read(200, Answer::AckAll);
     assert_exactly(&ids(&s.acked), 0..200);
     assert!(
         s.acked[100..]
@@ -277,12 +272,12 @@ fn partitions_added_while_streaming_are_read_and_dropped_ones_forgotten() {
         &path,
         (200..250).map(|id| tables::sample_partitioned_row(id, "us")),
     ));
-    s.read(250, IDLE, Answer::AckAll);
+    s.read(250, Answer::AckAll);
     assert_exactly(&ids(&s.acked), 0..250);
     let state = s.close().expect("state");
     // The dropped partition is gone from the state; a restart reads nothing again.
     let mut again = Stream::open(&config(path.table(), json!({})), Some(state)).unwrap();
-    assert_eq!(again.read(1, Duration::from_secs(3), Answer::AckAll), 0);
+    assert_eq!(again.read_for(Duration::from_secs(3), Answer::AckAll), 0);
 }
 
 #[test]
@@ -295,7 +290,7 @@ fn a_column_added_while_streaming_reaches_the_next_rows_without_a_restart() {
     let path = log_table("evolution", 2, 0..100);
     let cfg = config(path.table(), json!({}));
     let mut s = Stream::open(&cfg, None).unwrap();
-    s.read(100, IDLE, Answer::AckAll);
+    s.read(100, Answer::AckAll);
     rt().block_on(async {
         let conn = cluster().connection().await;
         let admin = conn.get_admin().unwrap();
@@ -334,7 +329,7 @@ fn a_column_added_while_streaming_reaches_the_next_rows_without_a_restart() {
     });
     // The running stream shows the new column from the first row written with it (more in
     // schema_changes.rs).
-    s.read(150, IDLE, Answer::AckAll);
+    s.read(150, Answer::AckAll);
     assert_exactly(&ids(&s.acked), 0..150);
     let keys = |m: &Received| m.payload.as_object().unwrap().len();
     assert!(s.acked[..100].iter().all(|m| keys(m) == 3));
@@ -346,7 +341,7 @@ fn a_column_added_while_streaming_reaches_the_next_rows_without_a_restart() {
         None,
     )
     .unwrap();
-    again.read(150, IDLE, Answer::AckAll);
+    again.read(150, Answer::AckAll);
     assert_exactly(&ids(&again.acked), 0..150);
     let with_note: Vec<_> = again
         .acked
@@ -375,7 +370,7 @@ fn open_batch_and_close_lines_are_logged() {
         None,
     )
     .unwrap();
-    s.read(20, IDLE, Answer::AckAll);
+    s.read(20, Answer::AckAll);
     s.close();
     let table = format!("{}.{}", path.database(), path.table());
     let mine: Vec<_> = logs()

@@ -21,16 +21,13 @@
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::time::Duration;
 
 use fluss_testkit::metrics::{free_port, of, one, scrape, scrape_until};
 use serde_json::json;
 
 use crate::bad_input::{Case, refused, refused_in_process};
-use crate::fixture::{Answer, Stream, config};
+use crate::fixture::{Answer, DEADLINE, Stream, config};
 use crate::log_tables::log_table;
-
-const IDLE: Duration = Duration::from_secs(15);
 
 #[test]
 fn lag_is_exact_before_delivery_and_falls_to_zero_once_idle() {
@@ -44,7 +41,7 @@ fn lag_is_exact_before_delivery_and_falls_to_zero_once_idle() {
     });
     let mut stream = Stream::open(&config(path.table(), extra), None).expect("open");
     // Nothing is acknowledged yet: every bucket's lag is its whole high watermark.
-    let before = scrape_until(port, IDLE, "three high watermarks", |s| {
+    let before = scrape_until(port, DEADLINE, "three high watermarks", |s| {
         of(s, "fluss_source_high_watermark", connector).len() == 3
     });
     let high = of(&before, "fluss_source_high_watermark", connector);
@@ -73,8 +70,8 @@ fn lag_is_exact_before_delivery_and_falls_to_zero_once_idle() {
     );
     assert_eq!(labels["partition"], "");
 
-    assert_eq!(stream.read(3000, IDLE, Answer::AckAll), 3000);
-    let after = scrape_until(port, IDLE, "lag 0 on every bucket", |s| {
+    assert_eq!(stream.read(3000, Answer::AckAll), 3000);
+    let after = scrape_until(port, DEADLINE, "lag 0 on every bucket", |s| {
         let lag = of(s, "fluss_source_lag_records", connector);
         lag.len() == 3 && lag.values().all(|l| *l == 0.0)
     });
@@ -140,13 +137,13 @@ fn two_connectors_share_one_endpoint_and_nacks_and_filters_count() {
     )
     .expect("the second shares the address");
     // The second batch of `b` is Nacked once; its rows come again.
-    assert_eq!(a.read(40, IDLE, Answer::AckAll), 40);
-    assert_eq!(b.read(200, IDLE, Answer::NackEvery(2)), 200);
+    assert_eq!(a.read(40, Answer::AckAll), 40);
+    assert_eq!(b.read(200, Answer::NackEvery(2)), 200);
     let (fa, fb) = (
         format!("{}.{}", first.database(), first.table()),
         format!("{}.{}", second.database(), second.table()),
     );
-    let both = scrape_until(port, IDLE, "both connectors caught up", |s| {
+    let both = scrape_until(port, DEADLINE, "both connectors caught up", |s| {
         [&fa, &fb].iter().all(|c| {
             let lag = of(s, "fluss_source_lag_records", c);
             !lag.is_empty() && lag.values().all(|l| *l == 0.0)

@@ -108,10 +108,7 @@ fn a_log_tiered_to_s3_delivers_every_row_in_order() {
     ));
     let since = logs().len();
     let mut s = Stream::open(&config_on(&cluster, path.table(), json!({})), None).expect("open");
-    let started = std::time::Instant::now();
-    while s.acked.len() < ROWS as usize && started.elapsed() < Duration::from_secs(60) {
-        s.read(ROWS as usize, Duration::from_secs(2), Answer::AckAll);
-    }
+    s.read(ROWS as usize, Answer::AckAll);
     let ids: Vec<i64> = s
         .acked
         .iter()
@@ -174,15 +171,17 @@ fn kv_snapshots_on_s3_are_read_with_the_credentials_fluss_hands_out() {
     );
 
     let since = logs().len();
+    let expected = rt().block_on(lookup_all_on(&cluster, &path, KEYS, &[None]));
     let mut s = Stream::open(&config, None).expect("open");
-    s.read(usize::MAX, Duration::from_secs(8), Answer::AckAll);
+    s.read_until("rows that replay to the table", Answer::AckAll, |s| {
+        replay(s.acked.iter().map(|m| &m.payload)) == expected
+    });
     let acked = std::mem::take(&mut s.acked);
     s.close();
     let snapshot_rows = acked
         .iter()
         .filter(|m| m.payload.get("__op").unwrap_or(&m.payload["op"]) == "r")
         .count();
-    let expected = rt().block_on(lookup_all_on(&cluster, &path, KEYS, &[None]));
     assert_eq!(
         snapshot_rows,
         expected.len(),
@@ -208,7 +207,7 @@ fn kv_snapshots_on_s3_are_read_with_the_credentials_fluss_hands_out() {
     let mut s = Stream::open(&config, None).expect("open");
     let started = std::time::Instant::now();
     let failure = loop {
-        s.read(usize::MAX, Duration::from_secs(1), Answer::AckAll);
+        s.read_for(Duration::from_secs(1), Answer::AckAll);
         let failure = logs().into_iter().skip(since).find(|l| {
             matches!(l.level, Level::Warn | Level::Error)
                 && (l.message.contains("taking the snapshot of bucket 0 failed")

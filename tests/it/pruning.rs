@@ -29,8 +29,6 @@ use crate::bad_input::{Case, refused};
 use crate::fixture::{Answer, Stream, assert_bucket_order, cluster, config, ids, rt};
 use crate::regions::{add_region, regions_table, write_region};
 
-const IDLE: Duration = Duration::from_secs(15);
-
 fn sorted(mut ids: Vec<i64>) -> Vec<i64> {
     ids.sort_unstable();
     ids
@@ -46,8 +44,8 @@ fn only_selected_partitions_are_read_including_new_ones() {
         json!({"partitions": ["region=eu", "region=ap"], "partition_discovery_interval": "1s"}),
     );
     let mut s = Stream::open(&cfg, None).expect("open");
-    s.read(100, IDLE, Answer::AckAll);
-    assert_eq!(s.read(101, Duration::from_secs(2), Answer::AckAll), 100);
+    s.read(100, Answer::AckAll);
+    assert_eq!(s.read_for(Duration::from_secs(2), Answer::AckAll), 0);
     assert_eq!(sorted(ids(&s.acked)), (0..100).collect::<Vec<_>>());
     add_region(&path, "ap");
     add_region(&path, "sa");
@@ -55,9 +53,9 @@ fn only_selected_partitions_are_read_including_new_ones() {
     write_region(&path, "sa", 300..400);
     write_region(&path, "eu", 400..450);
     write_region(&path, "us", 450..500);
-    s.read(250, IDLE, Answer::AckAll);
+    s.read(250, Answer::AckAll);
     // Discovery runs every second: a non-matching partition would have shown up by now.
-    assert_eq!(s.read(251, Duration::from_secs(4), Answer::AckAll), 250);
+    assert_eq!(s.read_for(Duration::from_secs(4), Answer::AckAll), 0);
     let expected: Vec<i64> = (0..100).chain(200..300).chain(400..450).collect();
     assert_eq!(sorted(ids(&s.acked)), expected, "only eu and ap rows");
     assert!(
@@ -69,7 +67,7 @@ fn only_selected_partitions_are_read_including_new_ones() {
     let state = s.close().expect("state");
     // A restart keeps the selection and reads nothing again.
     let mut again = Stream::open(&cfg, Some(state)).expect("reopen");
-    assert_eq!(again.read(1, Duration::from_secs(3), Answer::AckAll), 0);
+    assert_eq!(again.read_for(Duration::from_secs(3), Answer::AckAll), 0);
 }
 
 #[test]
@@ -83,21 +81,21 @@ fn a_narrowed_selection_keeps_the_left_out_positions_for_a_wider_one() {
     );
     let eu = config(path.table(), json!({"partitions": "region=eu"}));
     let mut s = Stream::open(&both, None).expect("open");
-    s.read(200, IDLE, Answer::AckAll);
+    s.read(200, Answer::AckAll);
     assert_eq!(sorted(ids(&s.acked)), (0..200).collect::<Vec<_>>());
     let state = s.close().expect("state");
     // Narrowed to eu: us is left out; its position must survive the states written now.
     write_region(&path, "eu", 200..250);
     write_region(&path, "us", 250..300);
     let mut narrow = Stream::open(&eu, Some(state)).expect("reopen narrowed");
-    narrow.read(50, IDLE, Answer::AckAll);
-    assert_eq!(narrow.read(51, Duration::from_secs(3), Answer::AckAll), 50);
+    narrow.read(50, Answer::AckAll);
+    assert_eq!(narrow.read_for(Duration::from_secs(3), Answer::AckAll), 0);
     assert_eq!(sorted(ids(&narrow.acked)), (200..250).collect::<Vec<_>>());
     let state = narrow.close().expect("state after the eu rows");
     // Widened again: us resumes where the first stream stopped, eu where the second did.
     let mut wide = Stream::open(&both, Some(state)).expect("reopen widened");
-    wide.read(50, IDLE, Answer::AckAll);
-    assert_eq!(wide.read(51, Duration::from_secs(3), Answer::AckAll), 50);
+    wide.read(50, Answer::AckAll);
+    assert_eq!(wide.read_for(Duration::from_secs(3), Answer::AckAll), 0);
     assert_eq!(
         sorted(ids(&wide.acked)),
         (250..300).collect::<Vec<_>>(),

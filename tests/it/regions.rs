@@ -90,7 +90,7 @@ pub fn read_together(streams: &mut [Stream], total: usize, timeout: Duration) ->
     let acked = |streams: &[Stream]| streams.iter().map(|s| s.acked.len()).sum::<usize>();
     while acked(streams) < total && started.elapsed() < timeout {
         for stream in streams.iter_mut() {
-            stream.read(usize::MAX, Duration::from_millis(300), Answer::AckAll);
+            stream.read_for(Duration::from_millis(300), Answer::AckAll);
         }
     }
     acked(streams)

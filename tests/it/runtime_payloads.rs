@@ -33,9 +33,8 @@ use fluss_testkit::{tables, unique_table, write};
 use iggy_connector_sdk::Schema;
 use serde_json::{Value, json};
 
-use crate::fixture::{cluster, config, harness, rt};
+use crate::fixture::{DEADLINE, cluster, config, harness, rt};
 
-const IDLE: Duration = Duration::from_secs(15);
 /// Columns of the wide table: more than the runtime keeps in order.
 const WIDE_COLUMNS: usize = 40;
 const _: () = assert!(
@@ -103,12 +102,11 @@ fn read_batches(path: &TablePath, extra: Value, rows: usize) -> Vec<Batch> {
     assert_eq!(instance.start(), 0, "handle_v2 accepted");
     let mut batches = Vec::new();
     let mut received = 0;
-    let mut last_batch = Instant::now();
-    while received < rows && last_batch.elapsed() < IDLE {
+    let started = Instant::now();
+    while received < rows && started.elapsed() < DEADLINE {
         let Some(batch) = instance.next_batch(Duration::from_millis(250)) else {
             continue;
         };
-        last_batch = Instant::now();
         received += batch.messages.messages.len();
         assert_eq!(instance.ack(&batch), 0, "ack accepted");
         batches.push(batch);
@@ -116,7 +114,7 @@ fn read_batches(path: &TablePath, extra: Value, rows: usize) -> Vec<Batch> {
     assert_eq!(instance.close(), 0, "close succeeds");
     assert_eq!(
         received, rows,
-        "every row arrives within {IDLE:?}; check the plugin's log lines above"
+        "every row arrives within {DEADLINE:?}; check the plugin's log lines above"
     );
     batches
 }

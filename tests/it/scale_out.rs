@@ -28,7 +28,9 @@ use iggy_connector_fluss_source::scope::share::owner;
 use serde_json::{Value, json};
 
 use crate::bad_input::{Case, refused};
-use crate::fixture::{Answer, Received, Stream, assert_bucket_order, config, ids};
+use crate::fixture::{
+    Answer, Received, Stream, assert_bucket_order, cluster, config, ids, log_ends,
+};
 use crate::log_tables::log_table;
 use crate::regions::{add_region, partition_ids, read_together, regions_table, write_region};
 
@@ -153,12 +155,12 @@ fn a_state_written_under_another_share_is_refused_at_open() {
     write_region(&path, "eu", 0..60);
     let table = path.table();
     let mut one_of_three = Stream::open(&share(table, 1), None).expect("open");
-    one_of_three.read(1, Duration::from_secs(15), Answer::AckAll);
+    one_of_three.read(1, Answer::AckAll);
     let shared_state = one_of_three
         .close()
         .expect("a state after rows of instance 1");
     let mut single = Stream::open(&config(table, json!({})), None).expect("open");
-    single.read(60, Duration::from_secs(15), Answer::AckAll);
+    single.read(60, Answer::AckAll);
     let single_state = single.close().expect("a state after 60 rows");
     let reset = "delete the connector's state file (<state.path>/source_<key>.state in the runtime config) to start again from `starting_offset`";
     let cases = [
@@ -198,12 +200,19 @@ fn more_instances_than_buckets_warn_at_open_and_the_idle_one_reads_nothing() {
     let of_four = |index: u32| config(table, json!({"instance_index": index, "instance_count": 4}));
     let since = logs().len();
     let mut idle = Stream::open(&of_four(3), None).expect("an idle instance still opens");
-    assert_eq!(idle.read(1, Duration::from_secs(5), Answer::AckAll), 0);
+    assert_eq!(idle.read_for(Duration::from_secs(5), Answer::AckAll), 0);
     idle.close();
+    let ends = log_ends(cluster(), &path, None);
     let mut rows = 0;
     for index in 0..3 {
         let mut busy = Stream::open(&of_four(index), None).expect("open");
-        busy.read(90, Duration::from_secs(5), Answer::AckAll);
+        // Until its one bucket is read to the end: its share of the 90 rows.
+        let own: Vec<_> = ends
+            .iter()
+            .filter(|(key, _)| key.bucket == index as i32)
+            .cloned()
+            .collect();
+        busy.read_to(&own, Answer::AckAll);
         let buckets: BTreeSet<i32> = busy.acked.iter().map(|m| m.bucket).collect();
         assert!(
             buckets.is_subset(&BTreeSet::from([index as i32])),

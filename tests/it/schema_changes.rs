@@ -28,7 +28,6 @@
 //! test covers one table kind or one refusal from start to end.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
@@ -48,7 +47,6 @@ use crate::arrow_ipc::decode;
 use crate::fixture::{Answer, Received, Stream, cluster, config, rt};
 use crate::snapshots::kv_snapshots_caught_up;
 
-const IDLE: Duration = Duration::from_secs(10);
 /// Every header the fixture decodes, plus the schema id.
 const HEADERS: [&str; 6] = [
     "fluss_bucket",
@@ -221,15 +219,17 @@ fn ipc_rows(messages: &[Received]) -> Vec<IpcRow> {
     rows
 }
 
-/// Reads Arrow IPC messages from `s` until they hold `rows` rows (or nothing comes for
-/// [`IDLE`]).
+/// Reads Arrow IPC messages from `s` until they hold `rows` rows.
 fn read_rows(s: &mut Stream, rows: usize) {
-    while ipc_rows(&s.acked).len() < rows {
-        let before = s.acked.len();
-        if s.read(before + 1, IDLE, Answer::AckAll) == before {
-            break;
-        }
-    }
+    let rows_of = |messages: &[Received]| -> usize {
+        messages
+            .iter()
+            .map(|m| m.row_count.unwrap_or(0) as usize)
+            .sum()
+    };
+    s.read_until(&format!("{rows} rows"), Answer::AckAll, |s| {
+        rows_of(&s.acked) >= rows
+    });
 }
 
 /// The version row `id` of the log test was written with.
@@ -290,7 +290,7 @@ fn columns_added_to_a_log_table_while_streaming_reach_json_and_arrow_ipc() {
     .unwrap();
     let read_all = |streams: [&mut Stream; 3], want: [usize; 3]| {
         for (s, want) in streams.into_iter().zip(want) {
-            s.read(want, IDLE, Answer::AckAll);
+            s.read(want, Answer::AckAll);
         }
     };
     read_all([&mut json_stream, &mut ipc, &mut projected], [10, 1, 10]);
@@ -299,8 +299,8 @@ fn columns_added_to_a_log_table_while_streaming_reach_json_and_arrow_ipc() {
     read_all([&mut json_stream, &mut ipc, &mut projected], [20, 2, 20]);
     add_column(&conn, &path, 3);
     append(&conn, &path, 20..30, 3);
-    json_stream.read(30, IDLE, Answer::AckAll);
-    projected.read(30, IDLE, Answer::AckAll);
+    json_stream.read(30, Answer::AckAll);
+    projected.read(30, Answer::AckAll);
     read_rows(&mut ipc, 25);
 
     assert_log_json(&json_stream.acked, 0..30);
@@ -367,13 +367,13 @@ fn columns_added_to_a_log_table_while_streaming_reach_json_and_arrow_ipc() {
     let state = json_stream.close();
     append(&conn, &path, 30..35, 3);
     let mut resumed = Stream::open(&instance_config(&table, json!({})), state).unwrap();
-    resumed.read(5, IDLE, Answer::AckAll);
+    resumed.read(5, Answer::AckAll);
     assert_log_json(&resumed.acked, 30..35);
     drop(resumed);
 
     // A fresh read from the earliest offset, opened with schema 3, shows every version as written.
     let mut fresh = Stream::open(&instance_config(&table, json!({})), None).unwrap();
-    fresh.read(35, IDLE, Answer::AckAll);
+    fresh.read(35, Answer::AckAll);
     assert_log_json(&fresh.acked, 0..35);
 }
 
@@ -503,7 +503,7 @@ fn columns_added_to_a_primary_key_table_while_streaming_reach_debezium_and_arrow
                 .zip(schema_ids)
                 .map(|(e, (_, v))| (e, v)),
         );
-        debezium.read(expected.len(), IDLE, Answer::AckAll);
+        debezium.read(expected.len(), Answer::AckAll);
     }
     // Round 2: 5 update pairs, 5 inserts, 2 deletes; round 3: 3 pairs, 2 inserts, 1 delete.
     let changelog_rows = 10 + (2 * 5 + 5 + 2) + (2 * 3 + 2 + 1);
@@ -569,7 +569,7 @@ fn columns_added_to_a_primary_key_table_while_streaming_reach_debezium_and_arrow
     apply(&conn, &path, &writes);
     let after_restart = expected_events(&writes, 3, &mut model);
     let mut resumed = Stream::open(&instance_config(&table, json!({})), state).unwrap();
-    resumed.read(2, IDLE, Answer::AckAll);
+    resumed.read(2, Answer::AckAll);
     assert_eq!(
         per_key(resumed.acked.iter().map(|m| {
             let id = m.payload["after"]["id"].as_i64().unwrap();
@@ -608,7 +608,7 @@ fn a_snapshot_holding_rows_of_two_schema_ids_shows_them_in_the_newest() {
         None,
     )
     .unwrap();
-    s.read(10, IDLE, Answer::AckAll);
+    s.read(10, Answer::AckAll);
     let mut got: BTreeMap<i64, String> = BTreeMap::new();
     for m in &s.acked {
         assert_eq!(m.payload["op"], "r", "{}", event_head(m));

@@ -40,10 +40,8 @@ use fluss_testkit::{Cluster, ClusterOptions, poll_until, tables, unique_table};
 use serde_json::{Value, json};
 
 use crate::arrow_ipc::column;
-use crate::fixture::{Answer, Received, Stream, cluster, rt};
+use crate::fixture::{Answer, Received, Stream, cluster, log_ends, rt};
 use crate::pk_script::{Op, TableState, apply_script, lookup_all, lookup_all_on, replay, script};
-
-const IDLE: Duration = Duration::from_secs(8);
 
 /// A `full` config for `table` on `bootstrap`.
 fn full(bootstrap: &str, table: &str, extra: Value) -> Value {
@@ -233,7 +231,8 @@ fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() 
         None,
     )
     .expect("open");
-    s.read(usize::MAX, IDLE, Answer::AckAll);
+    let ends = log_ends(&cluster, &path, None);
+    s.read_to(&ends, Answer::AckAll);
     let partial = replay_json(&s.acked);
     let missing: Vec<i64> = expected
         .keys()
@@ -263,7 +262,7 @@ fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() 
             None,
         )
         .expect("open");
-        s.read(usize::MAX, IDLE, Answer::AckAll);
+        s.read_to(&ends, Answer::AckAll);
         assert_eq!(
             replay_json(&s.acked),
             expected,
@@ -315,7 +314,7 @@ fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() 
         // A restart continues from the changelog positions: no second snapshot.
         let mut again =
             Stream::open(&full(bootstrap, path.table(), json!({})), Some(state)).expect("reopen");
-        again.read(usize::MAX, Duration::from_secs(3), Answer::AckAll);
+        again.read_for(Duration::from_secs(3), Answer::AckAll);
         assert!(
             again.acked.is_empty(),
             "{format}: a restart after the snapshots delivers nothing new: {} messages",
@@ -332,7 +331,7 @@ fn full_reproduces_a_table_whose_changelog_head_expired_and_earliest_does_not() 
         None,
     )
     .expect("open");
-    s.read(usize::MAX, IDLE, Answer::AckAll);
+    s.read_to(&ends, Answer::AckAll);
     let (state, kinds) = replay_ipc(&s.acked);
     assert_eq!(state, expected, "Arrow IPC: full replays to the table");
     assert_eq!(kinds, HashSet::from(["insert".to_owned()]));
@@ -351,8 +350,8 @@ fn a_cut_changelog_with_on_offset_out_of_range_snapshot_is_read_again_from_its_k
     // their changes and more (deletes of ids 20..30 included) before it came back.
     let (cluster, path, expected, (before, state)) = truncated_table_with(|bootstrap, path| {
         let mut s = Stream::open(&config(bootstrap, path.table()), None).expect("open");
-        // Until all 100 keys came (a loaded machine may pause longer than IDLE mid-snapshot).
-        s.read(100, 4 * IDLE, Answer::AckAll);
+        // All 100 keys: one message each (snapshot rows or inserts).
+        s.read(100, Answer::AckAll);
         let before = std::mem::take(&mut s.acked);
         (before, s.close().expect("state"))
     });
@@ -364,7 +363,7 @@ fn a_cut_changelog_with_on_offset_out_of_range_snapshot_is_read_again_from_its_k
     let since = logs().len();
     let mut s =
         Stream::open(&config(cluster.bootstrap(), path.table()), Some(state)).expect("reopen");
-    s.read(usize::MAX, IDLE, Answer::AckAll);
+    s.read_to(&log_ends(&cluster, &path, None), Answer::AckAll);
     let warns = lines_with(
         since,
         Level::Warn,
@@ -514,9 +513,11 @@ fn writes_and_nacks_during_the_snapshots_still_replay_to_the_table() {
     .expect("open");
     // About 750 live keys per bucket: two batches per snapshot, so a Nack every fifth batch
     // hits some snapshots and lets each finish (a Nack restarts the bucket's snapshot).
-    s.read(usize::MAX, IDLE, Answer::NackEvery(5));
+    s.read_until("the writer to finish", Answer::NackEvery(5), |_| {
+        writer.is_finished()
+    });
     writer.join().expect("writer");
-    s.read(usize::MAX, IDLE, Answer::AckAll);
+    s.read_to(&log_ends(cluster(), &path, None), Answer::NackEvery(5));
     drop(conn);
     let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
     assert_eq!(
@@ -537,18 +538,18 @@ fn writes_and_nacks_during_the_snapshots_still_replay_to_the_table() {
 
 #[test]
 fn kill_9_during_the_snapshots_repeats_at_most_the_batch_in_flight() {
-    use crate::crashes::{KILLS, Rng, stream_with_kills};
+    use crate::crashes::{KILLS, SEED_VAR, stream_with_kills};
     const KEYS: i64 = 6400;
     const BUCKETS: i32 = 16;
     const BATCH: usize = 100;
-    let mut rng = Rng::from_time();
+    let mut rng = fluss_testkit::seed::Rng::from_env(SEED_VAR);
     let path = unique_table("snap_kills");
     let conn = rt().block_on(cluster().connection());
     rt().block_on(async {
         let admin = conn.get_admin().unwrap();
         tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), BUCKETS).await;
         upserts(&conn, &path, 0..KEYS, "v", 4).await;
-        apply_script(&conn, &path, &script(2_000, KEYS, rng.next()), None).await;
+        apply_script(&conn, &path, &script(2_000, KEYS, rng.bits()), None).await;
     });
     // Every bucket from its KV snapshot (about 400 rows each, 4 batches), so the kills hit
     // snapshot reads.
@@ -565,6 +566,7 @@ fn kill_9_during_the_snapshots_repeats_at_most_the_batch_in_flight() {
         // for.
         (20, 500),
         &mut rng,
+        &|lines| replay(lines.iter().map(|l| &l.payload)) == expected,
     );
     let is_read = |line: &crate::process::Line| line.payload["op"] == "r";
     let mut seen: HashSet<&str> = HashSet::new();
@@ -639,7 +641,8 @@ fn partitions_and_a_partition_created_while_streaming_start_with_their_snapshots
         None,
     )
     .expect("open");
-    s.read(usize::MAX, Duration::from_secs(4), Answer::AckAll);
+    let eu = log_ends(cluster(), &path, Some("eu"));
+    s.read_to(&eu, Answer::AckAll);
     let eu_reads = s.acked.iter().filter(|m| op(m) == "r").count();
     assert!(eu_reads > 100, "eu delivered its snapshot: {eu_reads} rows");
     // A partition created (and filled) while the connector runs is snapshotted too; rows
@@ -648,14 +651,21 @@ fn partitions_and_a_partition_created_while_streaming_start_with_their_snapshots
         tables::create_partition(&admin, &path, "region", "us").await;
         apply_script(&conn, &path, &script(2_000, KEYS, 6), Some("us")).await;
     });
-    s.read(usize::MAX, IDLE, Answer::AckAll);
+    let both = |us| [eu.clone(), us].concat();
+    s.read_to(
+        &both(log_ends(cluster(), &path, Some("us"))),
+        Answer::AckAll,
+    );
     rt().block_on(apply_script(
         &conn,
         &path,
         &script(300, KEYS, 7),
         Some("us"),
     ));
-    s.read(usize::MAX, IDLE, Answer::AckAll);
+    s.read_to(
+        &both(log_ends(cluster(), &path, Some("us"))),
+        Answer::AckAll,
+    );
     let expected = rt().block_on(lookup_all(&path, KEYS, &[Some("eu"), Some("us")]));
     assert_eq!(
         replay_json(&s.acked),
@@ -683,9 +693,9 @@ fn a_bucket_without_a_kv_snapshot_reads_its_changelog_from_the_earliest_offset()
     let since = logs().len();
     let mut s =
         Stream::open(&full(cluster().bootstrap(), path.table(), json!({})), None).expect("open");
-    s.read(1, Duration::from_secs(3), Answer::AckAll);
+    s.read_for(Duration::from_secs(3), Answer::AckAll);
     rt().block_on(apply_script(&conn, &path, &script(600, KEYS, 5), None));
-    s.read(usize::MAX, IDLE, Answer::AckAll);
+    s.read_to(&log_ends(cluster(), &path, None), Answer::AckAll);
     let absent = lines_with(
         since,
         Level::Info,
@@ -737,7 +747,7 @@ fn a_restart_mid_snapshot_goes_on_with_the_next_unacknowledged_batch_of_the_same
         json!({"batch_size": BATCH, "changelog_format": "flat"}),
     );
     let mut first = Stream::open(&config, None).expect("open");
-    first.read(1000, IDLE, Answer::AckAll);
+    first.read(1000, Answer::AckAll);
     let first_reads = first.acked.iter().filter(|m| op(m) == "r").count();
     let first_acked = first.acked.clone();
     let state = first.close();
@@ -747,7 +757,7 @@ fn a_restart_mid_snapshot_goes_on_with_the_next_unacknowledged_batch_of_the_same
     );
     let since = logs().len();
     let mut second = Stream::open(&config, state).expect("reopen");
-    second.read(usize::MAX, IDLE, Answer::AckAll);
+    second.read_to(&log_ends(cluster(), &path, None), Answer::AckAll);
     let second_reads = second.acked.iter().filter(|m| op(m) == "r").count();
     eprintln!("snapshot resume: {first_reads} rows, then {second_reads} after the restart");
     assert!(
@@ -796,7 +806,7 @@ fn a_kv_snapshot_gone_before_a_restart_goes_on_is_started_over_from_the_newest_w
     );
     let since = logs().len();
     let mut first = Stream::open(&config, None).expect("open");
-    first.read(1000, IDLE, Answer::AckAll);
+    first.read(1000, Answer::AckAll);
     let first_acked = std::mem::take(&mut first.acked);
     let state = first.close();
     // The KV snapshot bucket 0 was read from, and the lease that held it (named by the
@@ -818,11 +828,16 @@ fn a_kv_snapshot_gone_before_a_restart_goes_on_is_started_over_from_the_newest_w
         .nth(1)
         .and_then(|rest| rest.split(" (").next())
         .expect("copy dir");
-    let lease = std::path::Path::new(copy_dir)
+    // `<lease id>-<process id>`.
+    let owner = std::path::Path::new(copy_dir)
         .parent()
         .and_then(|owner| owner.file_name())
         .and_then(|name| name.to_str())
-        .expect("lease id")
+        .expect("the connector's directory")
+        .to_owned();
+    let lease = owner
+        .strip_suffix(&format!("-{}", std::process::id()))
+        .expect("the directory names the lease and this process")
         .to_owned();
     assert!(
         first_acked.len() < KEYS as usize,
@@ -856,7 +871,7 @@ fn a_kv_snapshot_gone_before_a_restart_goes_on_is_started_over_from_the_newest_w
     ));
     let since = logs().len();
     let mut second = Stream::open(&config, state).expect("reopen");
-    second.read(usize::MAX, IDLE, Answer::AckAll);
+    second.read_to(&log_ends(cluster(), &path, None), Answer::AckAll);
     let lines: Vec<(Level, String)> = logs()
         .into_iter()
         .skip(since)
@@ -894,7 +909,7 @@ fn a_kv_snapshot_gone_before_a_restart_goes_on_is_started_over_from_the_newest_w
         expected,
         "nothing lost: both runs replay to the table"
     );
-    assert!(!dir.join(&lease).exists(), "the local copies are removed");
+    assert!(!dir.join(&owner).exists(), "the local copies are removed");
 }
 
 #[test]
@@ -927,13 +942,14 @@ fn snapshot_with_a_leader_killed(bucket: i32, when: &str) {
     drop(conn);
     let expected = rt().block_on(lookup_all_on(&cluster, &path, KEYS, &[None]));
     assert_eq!(expected.len(), KEYS as usize);
+    let ends = log_ends(&cluster, &path, None);
     let since = logs().len();
     let mut s = Stream::open(
         &full(cluster.bootstrap(), path.table(), json!({"batch_size": 50})),
         None,
     )
     .expect("open");
-    s.read(100, IDLE, Answer::AckAll);
+    s.read(100, Answer::AckAll);
     let table_lines = || -> Vec<(Level, String)> {
         logs()
             .into_iter()
@@ -960,9 +976,10 @@ fn snapshot_with_a_leader_killed(bucket: i32, when: &str) {
         .bucket_leader(&path, None, bucket)
         .expect("the bucket has a leader");
     cluster.kill_tablet(killed);
-    s.read(usize::MAX, Duration::from_secs(20), Answer::AckAll);
+    // 20 s with the leader dead: the point of the test, not a wait for a condition.
+    s.read_for(Duration::from_secs(20), Answer::AckAll);
     cluster.start_tablet(killed);
-    s.read(usize::MAX, IDLE, Answer::AckAll);
+    s.read_to(&ends, Answer::AckAll);
     assert_eq!(
         replay_json(&s.acked),
         expected,
@@ -991,6 +1008,170 @@ fn snapshot_with_a_leader_killed(bucket: i32, when: &str) {
     );
 }
 
+/// Every directory and file under `dir` with its permission bits.
+fn modes(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let meta = entry.metadata().expect("metadata");
+        found.push((entry.path(), meta.mode() & 0o777));
+        if meta.is_dir() {
+            found.extend(modes(&entry.path()));
+        }
+    }
+    found
+}
+
+#[test]
+fn snapshot_files_are_private_gone_with_their_bucket_and_leftovers_go_at_the_next_open() {
+    use iggy_connector_fluss_source::client::kv_snapshot::local_dir::SnapshotDir;
+    // 3000 rows per bucket: many more than the reader holds ahead (3 batches of 256), so
+    // the first bucket's files are still on disk after the first batch.
+    const KEYS: i64 = 6000;
+    let path = unique_table("snap_private");
+    let conn = rt().block_on(cluster().connection());
+    rt().block_on(async {
+        let admin = conn.get_admin().unwrap();
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), 2).await;
+        upserts(&conn, &path, 0..KEYS, "v", 10).await;
+    });
+    kv_snapshots_caught_up(&conn, &path);
+    let root = std::env::temp_dir().join(format!("snap-private-{}", path.table()));
+    // What a run killed mid-snapshot left, a directory an instance that runs holds, and one
+    // the plugin did not name.
+    let crashed = root.join("iggy-fluss-source-77-1-0");
+    std::fs::create_dir_all(crashed.join("b0")).expect("leftover");
+    std::fs::write(crashed.join("b0/000007.sst"), vec![7u8; 1234]).expect("leftover file");
+    let live = SnapshotDir::new(&root, "iggy-fluss-source-78-1-0");
+    live.ensure()
+        .expect("a directory held as a running instance holds it");
+    let other = root.join("not-the-plugins");
+    std::fs::create_dir_all(&other).expect("another directory");
+    let since = logs().len();
+    let mut s = Stream::open(
+        &full(
+            cluster().bootstrap(),
+            path.table(),
+            json!({"batch_size": 100, "snapshot_dir": root}),
+        ),
+        None,
+    )
+    .expect("open");
+    let removed = lines_with(since, Level::Info, &[path.table(), "removed "]);
+    assert_eq!(
+        removed,
+        [format!(
+            "fluss[{}]: removed {} (1234 bytes), KV snapshot files a run that ended without closing left in `snapshot_dir`",
+            removed
+                .first()
+                .and_then(|l| l.strip_prefix("fluss["))
+                .and_then(|l| l.split(']').next())
+                .unwrap_or("?"),
+            crashed.display()
+        )],
+        "one INFO line for the leftover"
+    );
+    assert!(!crashed.exists(), "the leftover is removed at open");
+    assert!(live.path().is_dir(), "a held directory is left alone");
+    assert!(other.is_dir(), "a directory of another name is left alone");
+
+    // While the first bucket's rows are handed over, its files are on disk, private.
+    s.read(100, Answer::AckAll);
+    let own: Vec<std::path::PathBuf> = std::fs::read_dir(&root)
+        .expect("snapshot_dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p != live.path() && p != &other)
+        .collect();
+    assert_eq!(own.len(), 1, "the connector's own directory: {own:?}");
+    let own = own.into_iter().next().unwrap();
+    let inside = modes(&own);
+    assert!(
+        inside.iter().any(|(p, _)| p.is_file()),
+        "files of the bucket being handed over: {inside:?}"
+    );
+    let open: Vec<&(std::path::PathBuf, u32)> = inside
+        .iter()
+        .filter(|(p, mode)| *mode != if p.is_dir() { 0o700 } else { 0o600 })
+        .collect();
+    assert!(open.is_empty(), "directories 0700 and files 0600: {open:?}");
+    assert_eq!(
+        modes(&root).iter().find(|(p, _)| *p == own).unwrap().1,
+        0o700
+    );
+
+    // Every bucket done: none of their files are left; closed: the directory goes.
+    s.read_to(&log_ends(cluster(), &path, None), Answer::AckAll);
+    let started = Instant::now();
+    while !modes(&own).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the buckets' files are removed once they are handed over: {:?}",
+            modes(&own)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(conn);
+    let expected = rt().block_on(lookup_all(&path, KEYS, &[None]));
+    assert_eq!(replay_json(&s.acked), expected, "the table's rows");
+    s.close();
+    assert!(
+        !own.exists(),
+        "the connector's directory is removed at close"
+    );
+    drop(live);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn two_processes_reading_snapshots_into_one_snapshot_dir_keep_out_of_each_others_files() {
+    use crate::process::{connector_file, plugin_errors, read_lines, scratch_dir, spawn_runner};
+    // Two runtimes on one host read the same table with the first connector of each (plugin id
+    // 1, instance 0: the same lease id) into the same `snapshot_dir`.
+    const KEYS: i64 = 6000;
+    let path = unique_table("snap_two_processes");
+    let conn = rt().block_on(cluster().connection());
+    rt().block_on(async {
+        let admin = conn.get_admin().unwrap();
+        tables::create_pk_table(&admin, &path, tables::sample_pk_schema(), 2).await;
+        upserts(&conn, &path, 0..KEYS, "v", 10).await;
+    });
+    kv_snapshots_caught_up(&conn, &path);
+    let root = std::env::temp_dir().join(format!("snap-two-{}", path.table()));
+    let config = full(
+        cluster().bootstrap(),
+        path.table(),
+        json!({"batch_size": 100, "snapshot_dir": root}),
+    );
+    let runs: Vec<(std::path::PathBuf, std::process::Child)> = (0..2)
+        .map(|_| {
+            let dir = scratch_dir("snap_two_processes");
+            let connector = connector_file(&dir, Some(&config));
+            let output = dir.join("out.jsonl");
+            // Until every key is acknowledged; 120 s without a message ends a stalled run.
+            let keys = KEYS.to_string();
+            let extra = ["--max-messages", keys.as_str(), "--idle-exit", "120s"];
+            let child = spawn_runner(&connector, &dir.join("source.state"), &output, &extra);
+            (output, child)
+        })
+        .collect();
+    for (output, mut child) in runs {
+        let status = child.wait().expect("wait for the runner");
+        let stderr = std::fs::read_to_string(output.with_extension("stderr")).unwrap_or_default();
+        assert!(status.success(), "the runner failed ({status}):\n{stderr}");
+        let errors = plugin_errors(&stderr);
+        assert!(errors.is_empty(), "no ERROR line: {errors:#?}");
+        let lines = read_lines(&output);
+        let ids: HashSet<&str> = lines.iter().map(|l| l.id.as_str()).collect();
+        assert_eq!(
+            (lines.len(), ids.len()),
+            (KEYS as usize, KEYS as usize),
+            "each process delivers every key once"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 #[test]
 fn an_unwritable_snapshot_dir_is_one_error_line_and_nothing_is_skipped() {
     let (conn, path) = populated("snap_disk", 300, 100, 1);
@@ -1004,14 +1185,19 @@ fn an_unwritable_snapshot_dir_is_one_error_line_and_nothing_is_skipped() {
         None,
     )
     .expect("open");
-    s.read(usize::MAX, Duration::from_secs(5), Answer::AckAll);
+    let errors = || -> Vec<String> {
+        logs()
+            .into_iter()
+            .skip(since)
+            .filter(|l| l.level == Level::Error && l.message.contains(path.table()))
+            .map(|l| l.message)
+            .collect()
+    };
+    s.read_until("the ERROR line", Answer::AckAll, |_| !errors().is_empty());
+    // The retries that follow (one every few seconds) deliver nothing and log no more.
+    s.read_for(Duration::from_secs(5), Answer::AckAll);
     drop(conn);
-    let errors: Vec<String> = logs()
-        .into_iter()
-        .skip(since)
-        .filter(|l| l.level == Level::Error && l.message.contains(path.table()))
-        .map(|l| l.message)
-        .collect();
+    let errors = errors();
     assert_eq!(
         errors.len(),
         1,
@@ -1112,7 +1298,7 @@ fn snapshots_too_large_to_open_ahead_are_copied_at_their_turn_and_deliver_every_
         None,
     )
     .expect("open");
-    s.read(usize::MAX, IDLE, Answer::AckAll);
+    s.read_to(&log_ends(cluster(), &path, None), Answer::AckAll);
     watching.store(false, std::sync::atomic::Ordering::SeqCst);
     let most = watcher.join().expect("watcher");
     let copied: Vec<u64> = lines_with(since, Level::Info, &[path.table(), "copied to"])

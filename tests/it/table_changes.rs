@@ -50,11 +50,7 @@ fn read_until<T>(
 ) -> T {
     let started = std::time::Instant::now();
     loop {
-        s.read(
-            s.acked.len() + 1,
-            Duration::from_millis(300),
-            Answer::AckAll,
-        );
+        s.read_for(Duration::from_millis(300), Answer::AckAll);
         if let Some(value) = probe(s) {
             return value;
         }
@@ -100,7 +96,7 @@ fn dropped_table_is_an_error_and_a_recreated_one_refuses_the_old_state() {
     ));
     let cfg = config(&table, json!({"batch_size": 200}));
     let mut s = Stream::open(&cfg, None).expect("open");
-    s.read(1000, Duration::from_secs(20), Answer::AckAll);
+    s.read(1000, Answer::AckAll);
     let mut got = ids(&s.acked);
     got.sort_unstable();
     assert_eq!(
@@ -126,14 +122,7 @@ fn dropped_table_is_an_error_and_a_recreated_one_refuses_the_old_state() {
         },
     );
     // 35 s more of polling: how often it repeats (a WARN streak logs again after 30 s).
-    let until = std::time::Instant::now() + Duration::from_secs(35);
-    while std::time::Instant::now() < until {
-        s.read(
-            s.acked.len() + 1,
-            Duration::from_millis(500),
-            Answer::AckAll,
-        );
-    }
+    s.read_for(Duration::from_secs(35), Answer::AckAll);
     let errors = lines_at(&table, since, Level::Error);
     let warns = lines_at(&table, since, Level::Warn);
     eprintln!(
@@ -250,7 +239,7 @@ fn dropped_partition_with_unread_rows_is_forgotten() {
     )
     .expect("open");
     // Read a few batches, then drop A with most of its rows unread.
-    s.read(300, Duration::from_secs(20), Answer::AckAll);
+    s.read(300, Answer::AckAll);
     rt().block_on(tables::drop_partition(&admin, &path, "region", "A"));
     // Not reading meanwhile (the plugin holds at most its read-ahead), wait until the server
     // no longer serves A, so what is still unread is gone for sure.

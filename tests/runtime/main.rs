@@ -25,6 +25,7 @@ mod arrow_ipc;
 mod consumers;
 mod debezium;
 mod fixture;
+mod full_disk;
 mod iggy_outage;
 mod key_order;
 mod log_json;

@@ -17,12 +17,18 @@
 
 //! A bucket's KV snapshot files, copied from remote storage (through fluss-rs's `FileIO`:
 //! a local or shared file system, or S3 and OSS with the credentials Fluss hands out) into a
-//! directory of their own under `snapshot_dir`, under the file names RocksDB expects. The
-//! directory is removed when the copy is dropped.
+//! directory of their own in the connector instance's directory under `snapshot_dir`
+//! ([`SnapshotDir`]: private to the process's user), under the file names RocksDB expects.
+//! The bucket's directory is removed when the copy is dropped.
+//!
+//! The files' sizes are asked for first, so a snapshot that does not fit (the bound of a
+//! snapshot opened ahead, or the space free in `snapshot_dir`) writes nothing; a disk that
+//! fills meanwhile fails the copy with the same error, naming the bytes needed.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use fluss::SnapshotId;
@@ -30,6 +36,7 @@ use fluss::io::{FileIO, FileRead};
 
 use crate::client::connect::{CALL_TIMEOUT, call};
 use crate::client::kv_snapshot::credentials::{SharedCredentials, needs_credentials};
+use crate::client::kv_snapshot::local_dir::{self, SnapshotDir};
 use crate::client::table::Table;
 use crate::error::{Error, Result};
 use crate::position::{BucketKey, Offset};
@@ -47,6 +54,8 @@ pub struct LocalCopy {
     pub bytes: u64,
     /// The log offset the snapshot was taken at, as its metadata says.
     pub log_offset: Offset,
+    /// The instance's directory holding `dir`, kept (and locked) while a copy in it lives.
+    _owner: Option<Arc<SnapshotDir>>,
 }
 
 impl LocalCopy {
@@ -57,6 +66,7 @@ impl LocalCopy {
             dir,
             bytes: 0,
             log_offset,
+            _owner: None,
         }
     }
 
@@ -68,25 +78,20 @@ impl LocalCopy {
 
 impl Drop for LocalCopy {
     fn drop(&mut self) {
-        // Best effort: a leftover directory is removed by the next copy of the same bucket.
+        // Best effort: a leftover directory is removed by the next copy of the same bucket,
+        // or with the instance's directory.
         let _ = std::fs::remove_dir_all(&self.dir);
-        // The owner's directory too, once it holds no other bucket's copy.
-        if let Some(owner) = self.dir.parent() {
-            let _ = std::fs::remove_dir(owner);
-        }
     }
 }
 
-/// Copies the files of snapshot `snapshot` of bucket `key` into a fresh directory under
-/// `root`/`owner` (`owner` names the connector instance: several may share `root`). With
-/// `most`, a snapshot whose files take more bytes is not copied (`None`): no file of it is
-/// written beyond the first that would pass the bound, and none is kept.
+/// Copies the files of snapshot `snapshot` of bucket `key` into a fresh directory in `dir`
+/// (the connector instance's). With `most`, a snapshot whose files take more bytes is not
+/// copied (`None`), and nothing of it is written.
 pub async fn copy(
     table: &Table,
     key: BucketKey,
     snapshot: SnapshotId,
-    root: &Path,
-    owner: &str,
+    dir: &Arc<SnapshotDir>,
     credentials: &SharedCredentials,
     most: Option<u64>,
 ) -> Result<Option<LocalCopy>> {
@@ -98,23 +103,8 @@ pub async fn copy(
             .get_kv_snapshot_metadata(table.id(), key.partition, key.bucket, snapshot),
     )
     .await?;
-    let name = match key.partition {
-        Some(partition) => format!("p{partition}-b{}", key.bucket),
-        None => format!("b{}", key.bucket),
-    };
-    let dir = root.join(owner).join(name);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| disk_error(key, &dir, e))?;
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| disk_error(key, &dir, e))?;
-    // From here on the directory is removed again whatever happens.
-    let mut local = LocalCopy {
-        dir,
-        bytes: 0,
-        log_offset: metadata.log_offset,
-    };
+    let mut remote = Vec::with_capacity(metadata.snapshot_files.len());
     for file in &metadata.snapshot_files {
-        let target = local.dir.join(&file.local_file_name);
         let props = if needs_credentials(&file.remote_path) {
             credentials
                 .lock()
@@ -129,61 +119,119 @@ pub async fn copy(
         } else {
             Default::default()
         };
-        let room = most.map_or(u64::MAX, |most| most.saturating_sub(local.bytes));
-        match fetch(key, &file.remote_path, &props, &target, room).await? {
-            Some(size) => local.bytes += size,
-            None => return Ok(None),
-        }
+        let input = RemoteFile::open(key, &file.remote_path, &props).await?;
+        remote.push((input, &file.local_file_name));
+    }
+    let needed: u64 = remote.iter().map(|(input, _)| input.size).sum();
+    if most.is_some_and(|most| needed > most) {
+        return Ok(None);
+    }
+    let own = dir.ensure().map_err(|e| disk_error(key, dir.path(), e))?;
+    let name = match key.partition {
+        Some(partition) => format!("p{partition}-b{}", key.bucket),
+        None => format!("b{}", key.bucket),
+    };
+    let bucket_dir = own.join(name);
+    if bucket_dir.exists() {
+        std::fs::remove_dir_all(&bucket_dir).map_err(|e| disk_error(key, &bucket_dir, e))?;
+    }
+    let free = local_dir::available(own).map_err(|e| disk_error(key, own, e))?;
+    if free < needed {
+        return Err(no_space(key, dir, needed, free));
+    }
+    local_dir::create_private_dir(&bucket_dir).map_err(|e| disk_error(key, &bucket_dir, e))?;
+    // From here on the directory is removed again whatever happens.
+    let mut local = LocalCopy {
+        dir: bucket_dir,
+        bytes: 0,
+        log_offset: metadata.log_offset,
+        _owner: Some(Arc::clone(dir)),
+    };
+    for (input, local_name) in remote {
+        let target = local.dir.join(local_name);
+        input.copy_to(&target).await.map_err(|e| match e {
+            Error::SnapshotDisk { cause, .. }
+                if cause.kind() == std::io::ErrorKind::StorageFull =>
+            {
+                let free = local_dir::available(own).unwrap_or(0);
+                no_space(key, dir, needed, free)
+            }
+            other => other,
+        })?;
+        local.bytes += input.size;
     }
     Ok(Some(local))
 }
 
-/// Copies one remote file to `target` (`props`: the object store's credentials and
-/// settings); returns its size, `None` without writing it when it is larger than `room`.
-async fn fetch(
-    key: BucketKey,
-    remote: &str,
-    props: &HashMap<String, String>,
-    target: &Path,
-    room: u64,
-) -> Result<Option<u64>> {
-    let remote_error = |cause| Error::SnapshotRemote {
+/// `snapshot_dir` has no room for the `needed` bytes of `key`'s snapshot.
+fn no_space(key: BucketKey, dir: &SnapshotDir, needed: u64, free: u64) -> Error {
+    Error::SnapshotSpace {
         key,
-        path: remote.to_owned(),
-        cause: Box::new(cause),
-    };
-    // fluss-rs's FileIO takes URLs; a coordinator on a local file system names plain paths.
-    let url = if remote.contains("://") {
-        remote.to_owned()
-    } else {
-        format!("file://{remote}")
-    };
-    let io = FileIO::from_url(&url)
-        .and_then(|builder| {
-            builder
-                .with_props(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .build()
+        root: dir.root().to_path_buf(),
+        needed,
+        free,
+    }
+}
+
+/// One remote file of a snapshot, its size known.
+struct RemoteFile {
+    key: BucketKey,
+    remote: String,
+    input: fluss::io::InputFile,
+    size: u64,
+}
+
+impl RemoteFile {
+    /// The remote file `remote` of bucket `key` (`props`: the object store's credentials and
+    /// settings), and its size.
+    async fn open(key: BucketKey, remote: &str, props: &HashMap<String, String>) -> Result<Self> {
+        let remote_error = |cause| Error::SnapshotRemote {
+            key,
+            path: remote.to_owned(),
+            cause: Box::new(cause),
+        };
+        // fluss-rs's FileIO takes URLs; a coordinator on a local file system names plain
+        // paths.
+        let url = if remote.contains("://") {
+            remote.to_owned()
+        } else {
+            format!("file://{remote}")
+        };
+        let io = FileIO::from_url(&url)
+            .and_then(|builder| {
+                builder
+                    .with_props(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    .build()
+            })
+            .map_err(remote_error)?;
+        let input = io.new_input(&url).map_err(remote_error)?;
+        let size = remote_call(key, remote, input.metadata()).await?.size;
+        Ok(Self {
+            key,
+            remote: remote.to_owned(),
+            input,
+            size,
         })
-        .map_err(remote_error)?;
-    let input = io.new_input(&url).map_err(remote_error)?;
-    let size = remote_call(key, remote, input.metadata()).await?.size;
-    if size > room {
-        return Ok(None);
     }
-    let reader = remote_call(key, remote, input.reader()).await?;
-    let disk = |cause| disk_error(key, target, cause);
-    let mut out = std::fs::File::create(target).map_err(disk)?;
-    let mut at = 0;
-    while at < size {
-        let end = (at + CHUNK).min(size);
-        let bytes = remote_call(key, remote, reader.read(at..end)).await?;
-        out.write_all(&bytes).map_err(disk)?;
-        at = end;
+
+    /// Copies the file to `target` (created private to this user).
+    async fn copy_to(&self, target: &Path) -> Result<()> {
+        let (key, remote) = (self.key, self.remote.as_str());
+        let reader = remote_call(key, remote, self.input.reader()).await?;
+        let disk = |cause| disk_error(key, target, cause);
+        let mut out = local_dir::create_private_file(target).map_err(disk)?;
+        let mut at = 0;
+        while at < self.size {
+            let end = (at + CHUNK).min(self.size);
+            let bytes = remote_call(key, remote, reader.read(at..end)).await?;
+            out.write_all(&bytes).map_err(disk)?;
+            at = end;
+        }
+        // Not synced to disk: the copy is a cache for this process, read through the page
+        // cache; after a crash it is removed and copied again, and a disk that fills fails
+        // the writes above.
+        Ok(())
     }
-    // Not synced to disk: the copy is a cache for this process, which RocksDB reads through
-    // the page cache; after a crash it is removed and copied again, and a full disk fails
-    // the writes above.
-    Ok(Some(size))
 }
 
 /// A local file or directory of bucket `key`'s snapshot could not be written.

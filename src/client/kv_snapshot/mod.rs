@@ -24,7 +24,10 @@
 //! - [`latest`]: a bucket's latest snapshot (id and log offset);
 //! - [`lease`]: the lease that keeps its files on remote storage while it is read;
 //! - [`credentials`]: what an object store holding the files needs, from Fluss;
-//! - [`files`]: its files copied into a local directory, removed when dropped.
+//! - [`files`]: its files copied into a local directory, removed when dropped;
+//! - [`local_dir`]: the connector instance's directory under `snapshot_dir` that holds those
+//!   copies, private to the process's user, and the leftovers of runs that ended without
+//!   closing.
 //!
 //! Those local files are read by [`crate::snapshot_files`], which sends no request; a bucket's
 //! snapshot opened for reading is a [`crate::snapshot_files::Opened`].
@@ -33,3 +36,4 @@ pub mod credentials;
 pub mod files;
 pub mod latest;
 pub mod lease;
+pub mod local_dir;

@@ -29,7 +29,11 @@
 //!
 //! Only a bucket that has handed nothing over yet is opened ahead: one resuming an earlier
 //! attempt goes on with that attempt's snapshot, opened when its turn comes. Whatever goes
-//! wrong ahead is reported when the bucket's turn comes, as if it happened then.
+//! wrong ahead is reported when the bucket's turn comes, as if it happened then; but a bucket
+//! that found no room in `snapshot_dir` ahead is copied again at its turn (the buckets before
+//! it have given theirs back by then), and a bucket that finds no room at its turn makes the
+//! buckets opened ahead give theirs back first, so a small `snapshot_dir` is never held by
+//! buckets that wait.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -39,7 +43,7 @@ use tokio::task::JoinHandle;
 use super::listed::Leased;
 use super::opening::Copied;
 use crate::client::kv_snapshot::credentials::SharedCredentials;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::position::{BucketKey, Position, Positions};
 
 /// The most buckets opened ahead at a time.
@@ -59,8 +63,9 @@ struct OpenAhead {
 pub(super) enum Turn {
     /// Copied and opened (or why not).
     Opened(Result<Copied>),
-    /// Larger than [`SMALL`]: its leased snapshot is opened now.
-    TooLarge(Leased),
+    /// Not opened ahead: larger than [`SMALL`], or no room in `snapshot_dir` beside the
+    /// buckets before it. Its leased snapshot is opened now.
+    AtItsTurn(Leased),
 }
 
 /// The buckets opened ahead, in the order they were started.
@@ -114,9 +119,15 @@ impl Ahead {
         let ahead = self.opening.pop_front()?;
         match ahead.task.await.ok()? {
             Ok(Some(copied)) => Some(Turn::Opened(Ok(copied))),
-            Ok(None) => Some(Turn::TooLarge(ahead.leased)),
+            // The buckets before it held their files: now they are gone, it may fit.
+            Ok(None) | Err(Error::SnapshotSpace { .. }) => Some(Turn::AtItsTurn(ahead.leased)),
             Err(error) => Some(Turn::Opened(Err(error))),
         }
+    }
+
+    /// Whether a bucket is being opened (or waits, opened) ahead.
+    pub(super) fn is_empty(&self) -> bool {
+        self.opening.is_empty()
     }
 
     /// Stops opening the buckets `keep` does not keep, and waits until their local copies

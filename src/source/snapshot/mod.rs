@@ -33,8 +33,9 @@ mod ahead;
 mod listed;
 mod opening;
 
+use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fluss::SnapshotId;
 use fluss::rpc::message::OffsetSpec;
@@ -42,6 +43,7 @@ use fluss::rpc::message::OffsetSpec;
 use crate::client::discovery::PartitionNames;
 use crate::client::kv_snapshot::credentials::SharedCredentials;
 use crate::client::kv_snapshot::lease::Lease;
+use crate::client::kv_snapshot::local_dir::SnapshotDir;
 use crate::client::offsets;
 use crate::client::table::Table;
 use crate::config::Config;
@@ -60,10 +62,29 @@ use opening::Opening;
 /// on first need), and the next bucket's snapshot, opened while the one before it is handed
 /// over.
 pub(super) struct Snapshots {
+    /// The bucket whose snapshot failed for a cause the operator fixes, and when it is tried
+    /// again.
+    backoff: Option<Backoff>,
     lease: Lease,
+    /// The instance's directory under `snapshot_dir`, named after the lease.
+    dir: Arc<SnapshotDir>,
     listed: Listed,
     credentials: SharedCredentials,
     ahead: Ahead,
+}
+
+/// The longest pause between two attempts at a bucket's snapshot that keeps failing for a cause
+/// the operator fixes (see [`needs_operator`]).
+const RETRY_MOST: Duration = Duration::from_secs(10);
+
+/// When a bucket's snapshot that failed for a cause the operator fixes is tried again: each
+/// failure in a row doubles the pause, from [`RETRY_PAUSE`] up to [`RETRY_MOST`], so a full
+/// disk or an unreachable store costs a few requests a minute rather than two a second, and
+/// the buckets already past their snapshot are read meanwhile.
+struct Backoff {
+    key: BucketKey,
+    pause: Duration,
+    next: Instant,
 }
 
 /// The next bucket whose snapshot is due: none while one is being handed over.
@@ -78,9 +99,14 @@ pub(super) fn due(buckets: &Buckets, positions: &Positions) -> Option<BucketKey>
 }
 
 impl Snapshots {
-    /// Nothing taken yet, under `lease`.
-    pub(super) fn new(lease: Lease) -> Self {
+    /// Nothing taken yet, under `lease`; the snapshots' files go to `snapshot_dir`, into a
+    /// directory named after the lease and this process: the lease's id is unique in its
+    /// cluster, but runtimes reading several clusters share a host (and a `snapshot_dir`).
+    pub(super) fn new(lease: Lease, snapshot_dir: &Path) -> Self {
+        let name = format!("{}-{}", lease.id(), std::process::id());
         Self {
+            backoff: None,
+            dir: Arc::new(SnapshotDir::new(snapshot_dir, &name)),
             lease,
             listed: Listed::default(),
             credentials: SharedCredentials::default(),
@@ -117,11 +143,33 @@ impl Snapshots {
         {
             Err(error) if error.fault() == Fault::Retry => {
                 failed(telemetry, key, &error);
+                if needs_operator(&error) {
+                    let pause = match &self.backoff {
+                        Some(backoff) if backoff.key == key => (backoff.pause * 2).min(RETRY_MOST),
+                        _ => RETRY_PAUSE,
+                    };
+                    self.backoff = Some(Backoff {
+                        key,
+                        pause,
+                        next: Instant::now() + pause,
+                    });
+                }
                 tokio::time::sleep(RETRY_PAUSE).await;
                 Ok(None)
             }
-            result => result,
+            result => {
+                self.backoff.take_if(|backoff| backoff.key == key);
+                result
+            }
         }
+    }
+
+    /// Whether `key`'s snapshot may be tried now: not while its pause after failures in a
+    /// row lasts.
+    pub(super) fn may_take(&self, key: BucketKey, now: Instant) -> bool {
+        self.backoff
+            .as_ref()
+            .is_none_or(|backoff| backoff.key != key || now >= backoff.next)
     }
 
     async fn try_take(
@@ -210,7 +258,7 @@ impl Snapshots {
         // The same snapshot as the attempt `resume` comes from, while Fluss still has it.
         if let Some(resume) = resume {
             let gone = if self.lease.acquire(table, key, resume.snapshot).await? {
-                let opening = Opening::prepare(table, config, self.lease.id(), telemetry).await?;
+                let opening = Opening::prepare(table, config, &self.dir, telemetry).await?;
                 match self
                     .open(
                         &opening,
@@ -253,7 +301,7 @@ impl Snapshots {
                         });
                     }
                     // Too large to open ahead: opened now, below.
-                    Turn::TooLarge(leased) => self.listed.keep(key, leased),
+                    Turn::AtItsTurn(leased) => self.listed.keep(key, leased),
                 }
             }
         }
@@ -292,7 +340,7 @@ impl Snapshots {
             return Ok(None);
         }
         // Fetched after the listings: it knows every schema version their snapshots hold.
-        let opening = Arc::new(Opening::prepare(table, config, self.lease.id(), telemetry).await?);
+        let opening = Arc::new(Opening::prepare(table, config, &self.dir, telemetry).await?);
         let has_one = latest.iter().any(|(other, _)| *other == key);
         let leased = self.lease.acquire_all(table, &latest).await?;
         table
@@ -328,11 +376,19 @@ impl Snapshots {
         started: Instant,
         telemetry: &Telemetry,
     ) -> Result<Opened> {
-        let copied = opening
+        let mut copied = opening
             .open(key, snapshot, skip, started, &self.credentials, None)
-            .await?
-            // Without a bound on its size it is always copied.
-            .ok_or(Error::SnapshotUnanswered { key })?;
+            .await;
+        // No room while buckets opened ahead hold their files: they give them back (and are
+        // opened again at their turn), so this bucket, whose turn it is, is not kept waiting.
+        if matches!(copied, Err(Error::SnapshotSpace { .. })) && !self.ahead.is_empty() {
+            self.ahead.discard_unless(|_| false).await;
+            copied = opening
+                .open(key, snapshot, skip, started, &self.credentials, None)
+                .await;
+        }
+        // Without a bound on its size it is always copied.
+        let copied = copied?.ok_or(Error::SnapshotUnanswered { key })?;
         Ok(copied.logged(telemetry))
     }
 
@@ -369,6 +425,11 @@ impl Snapshots {
     /// Drops the snapshots opened ahead (a Nack, the close).
     pub(super) async fn discard_ahead(&mut self) {
         self.ahead.discard_unless(|_| false).await;
+    }
+
+    /// Removes the instance's directory under `snapshot_dir` (the close).
+    pub(super) fn remove_dir(&self) {
+        self.dir.remove();
     }
 
     /// Drops the snapshots opened or leased ahead whose bucket `buckets` does not read (its
@@ -420,15 +481,26 @@ impl Snapshots {
     }
 }
 
-/// Logs why bucket `key`'s snapshot failed: an ERROR for what needs the operator (storage,
-/// disk, a corrupt copy), a WARN for a transient Fluss failure.
-fn failed(telemetry: &mut Telemetry, key: BucketKey, error: &Error) {
-    match error {
+/// Whether a failed snapshot needs the operator (storage, disk, a corrupt copy) rather than
+/// a moment (a transient Fluss failure).
+fn needs_operator(error: &Error) -> bool {
+    matches!(
+        error,
         Error::SnapshotRemote { .. }
-        | Error::SnapshotCredentials { .. }
-        | Error::SnapshotDisk { .. }
-        | Error::SnapshotCorrupt { .. } => telemetry.refused(error),
-        _ => telemetry.retrying(&format!("taking the snapshot of {key} failed"), error),
+            | Error::SnapshotCredentials { .. }
+            | Error::SnapshotDisk { .. }
+            | Error::SnapshotSpace { .. }
+            | Error::SnapshotCorrupt { .. }
+    )
+}
+
+/// Logs why bucket `key`'s snapshot failed: an ERROR for what needs the operator, a WARN for
+/// a transient Fluss failure.
+fn failed(telemetry: &mut Telemetry, key: BucketKey, error: &Error) {
+    if needs_operator(error) {
+        telemetry.refused(error);
+    } else {
+        telemetry.retrying(&format!("taking the snapshot of {key} failed"), error);
     }
 }
 

@@ -28,6 +28,7 @@ use fluss::metadata::RowType;
 
 use crate::client::kv_snapshot::credentials::SharedCredentials;
 use crate::client::kv_snapshot::files;
+use crate::client::kv_snapshot::local_dir::SnapshotDir;
 use crate::client::schema_fetch;
 use crate::client::table::Table;
 use crate::config::Config;
@@ -43,9 +44,8 @@ use crate::source::telemetry::Telemetry;
 /// What opening a bucket's KV snapshot needs, with the schema versions it may hold.
 pub(super) struct Opening {
     table: Table,
-    root: PathBuf,
-    /// The lease's id, which names the connector instance's directory under `root`.
-    owner: String,
+    /// The connector instance's directory under `snapshot_dir`.
+    dir: Arc<SnapshotDir>,
     layout: Layout,
     row_type: Arc<RowType>,
     batch_rows: usize,
@@ -70,13 +70,13 @@ impl Copied {
 }
 
 impl Opening {
-    /// What opening a KV snapshot of `table` takes, for the instance whose lease is `owner`.
+    /// What opening a KV snapshot of `table` takes, for the instance whose directory is `dir`.
     /// The table's current schema versions are fetched first (a snapshot, listed before
     /// this, may hold rows of versions no fetched batch showed yet); their changes are logged.
     pub(super) async fn prepare(
         table: &Table,
         config: &Config,
-        owner: &str,
+        dir: &Arc<SnapshotDir>,
         telemetry: &Telemetry,
     ) -> Result<Self> {
         // JSON: a read batch per `batch_size` messages. Arrow IPC: `batch_size` counts
@@ -95,8 +95,7 @@ impl Opening {
         };
         Ok(Self {
             table: table.clone(),
-            root: config.snapshot_dir.clone(),
-            owner: owner.to_owned(),
+            dir: Arc::clone(dir),
             layout,
             row_type: Arc::new(row_type),
             batch_rows,
@@ -115,16 +114,7 @@ impl Opening {
         credentials: &SharedCredentials,
         most: Option<u64>,
     ) -> Result<Option<Copied>> {
-        let copy = files::copy(
-            &self.table,
-            key,
-            snapshot,
-            &self.root,
-            &self.owner,
-            credentials,
-            most,
-        )
-        .await?;
+        let copy = files::copy(&self.table, key, snapshot, &self.dir, credentials, most).await?;
         let Some(copy) = copy else {
             return Ok(None);
         };
