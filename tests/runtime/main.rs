@@ -24,6 +24,7 @@
 mod arrow_ipc;
 mod consumers;
 mod debezium;
+mod faults;
 mod fixture;
 mod iggy_outage;
 mod key_order;
