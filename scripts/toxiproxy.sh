@@ -16,7 +16,7 @@
 # specific language governing permissions and limitations
 # under the License.
 
-# Toxiproxy, the TCP fault proxy of the network fault tests (tests/runtime/fluss_faults.rs,
+# Toxiproxy, the TCP fault proxy of the network fault tests (tests/runtime/faults/,
 # fluss_testkit::toxiproxy): its server built from source with `go install` (a Go module, from
 # the Go module proxy) into a cache, once.
 #

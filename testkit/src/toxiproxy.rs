@@ -141,12 +141,13 @@ impl Toxiproxy {
         let binary = binary();
         let port = crate::metrics::free_port();
         let log = dir.join("toxiproxy.log");
+        // The seed of the toxics' random choices (jitter, toxicity): from TOXIPROXY_SEED when
+        // set, else from the clock, and printed, so a run can be replayed.
+        let seed = crate::seed::Rng::from_env("TOXIPROXY_SEED").bits();
         let mut command = Command::new(&binary);
         command
             .args(["-host", "127.0.0.1", "-port", &port.to_string()])
-            // The seed of the toxics' random choices (jitter, toxicity), fixed so a run can be
-            // compared with another.
-            .args(["-seed", "1"]);
+            .args(["-seed", &seed.to_string()]);
         let server = Program::start("toxiproxy-server", command, &log);
         let proxy = Toxiproxy {
             api: format!("127.0.0.1:{port}"),
