@@ -17,8 +17,9 @@
 
 //! A replicated cluster's bucket leader paused rather than killed: on three tablet servers
 //! with replication factor 3, the leader of bucket 0 of the log table is paused (SIGSTOP) for
-//! 20 s, past its ZooKeeper session, so the cluster elects another leader while the paused one
-//! keeps its connections; then it resumes, a leader that is no longer one.
+//! 60 s, past its ZooKeeper session (10 s), the followers' lag limit (`log.replica.max-lag-time`)
+//! and every deadline of the plugin's Fluss requests (30 s), so the cluster elects another leader
+//! while the paused one keeps its connections; then it resumes, a leader that is no longer one.
 
 use std::sync::Arc;
 use std::time::Duration;
