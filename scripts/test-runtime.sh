@@ -57,10 +57,32 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 summary=${TEST_SUMMARY:-$work/summary}
+source scripts/run-again.sh
 set +e
+# The fault tests (tests/runtime/faults/, about 8 minutes, mostly holding a fault) run in a lane
+# of their own beside the others, with clusters of their own; their output follows the
+# others'. RUNTIME_LANES=1 runs them in one lane with the others, one test at a time.
+faults_lane() {
+  "${runtime_tests[@]}" -- --test-threads=1 faults:: 2>&1 |
+    scripts/test-times.py --label "runtime tests (faults)" --summary "$work/faults.summary" \
+      --failed "$work/faults.failed" >"$work/faults.log"
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" != 0 ]; then
+    run_failed_again "runtime tests (faults)" "$work/faults.failed" "$work/faults.log" \
+      "$work/faults.summary" >>"$work/faults.log" 2>&1
+    rc=$?
+  fi
+  return "$rc"
+}
+faults_skip=(--skip faults::)
+if [ "${RUNTIME_LANES:-}" = 1 ]; then faults_skip=(); fi
+if [ ${#faults_skip[@]} -gt 0 ]; then
+  faults_lane &
+  faults_pid=$!
+fi
 {
   rc=0
-  "${runtime_tests[@]}" -- --test-threads=1 --skip consumers:: || rc=1
+  "${runtime_tests[@]}" -- --test-threads=1 --skip consumers:: "${faults_skip[@]}" || rc=1
   if [ "$consumer_rust" != 0 ]; then
     if build_consumer_example >&3 2>&3; then
       CARGO_TARGET_DIR=$consumer_target cargo test "${consumer_example[@]}" --no-fail-fast || rc=1
@@ -75,9 +97,13 @@ set +e
 status=${PIPESTATUS[0]}
 # Failed tests once more, each alone (scripts/run-again.sh); their lines join the closing ones.
 if [ "$status" != 0 ]; then
-  source scripts/run-again.sh
   run_failed_again "runtime tests" "$work/failed" "$work/log" "$work/again"
   status=$?
   if [ -f "$work/again" ]; then tee -a "$summary" <"$work/again"; fi
+fi
+if [ -n "${faults_pid:-}" ]; then
+  wait "$faults_pid" || status=1
+  cat "$work/faults.log"
+  cat "$work/faults.summary" >>"$summary"
 fi
 exit "$status"
