@@ -23,7 +23,8 @@
 #   scripts/toxiproxy.sh
 #
 # Prints the path of the server binary. Several callers at once are serialised by a lock beside
-# the cache. Needs Go 1.22 or newer (https://go.dev/doc/install; Debian/Ubuntu: golang-go).
+# the cache. Needs Go 1.21 or newer (https://go.dev/doc/install), which fetches the toolchain
+# the module asks for by itself.
 set -euo pipefail
 
 VERSION=v2.12.0
@@ -43,7 +44,7 @@ if [[ ! -x $BINARY ]]; then
   flock 9
   if [[ ! -x $BINARY ]]; then
     command -v go >/dev/null 2>&1 ||
-      { say "go is missing: install Go 1.22 or newer (https://go.dev/doc/install), it builds Toxiproxy $VERSION"; exit 1; }
+      { say "go is missing: install Go 1.21 or newer (https://go.dev/doc/install), it builds Toxiproxy $VERSION"; exit 1; }
     say "building github.com/Shopify/toxiproxy/v2/cmd/server@$VERSION into $CACHE_DIR"
     work=$(mktemp -d "$CACHE_DIR.build.XXXXXX")
     trap 'rm -rf "$work"' EXIT
