@@ -59,7 +59,7 @@ trap 'rm -rf "$work"' EXIT
 summary=${TEST_SUMMARY:-$work/summary}
 source scripts/run-again.sh
 set +e
-# The fault tests (tests/runtime/faults/, about 8 minutes, mostly holding a fault) run in a lane
+# The fault tests (tests/runtime/faults/, about 6 minutes, mostly holding a fault) run in a lane
 # of their own beside the others, with clusters of their own; their output follows the
 # others'. RUNTIME_LANES=1 runs them in one lane with the others, one test at a time.
 faults_lane() {
