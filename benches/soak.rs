@@ -98,6 +98,7 @@ fn binary(env: &str, name: &str) -> PathBuf {
 const PACE: Pace = Pace {
     round: ROUND,
     keys: KEYS,
+    delete_every: 0,
     flush_timeout: FLUSH_TIMEOUT,
     pause: Duration::from_millis(200),
     label: None,

@@ -285,6 +285,8 @@ stop_pid() {
   pid=$(pid_of "$dir" "$name")
   is_ours "$pid" "$dir" || return 0
   kill -s "$signal" "$pid" 2>/dev/null || true
+  # A paused (SIGSTOP) server acts on the signal only once it runs again.
+  kill -s CONT "$pid" 2>/dev/null || true
   for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
     is_ours "$pid" "$dir" || return 0
     sleep 0.1
@@ -362,7 +364,7 @@ write_server_yaml() {
     k=${kv%%=*}
     [[ -v "val[$k]" ]] || order+=("$k")
     val[$k]=${kv#*=}
-  done < <(cat "$dir/conf/common.conf"; printf '%s\n' "$@"; cat "$dir/conf/extra.conf")
+  done < <(cat "$dir/conf/common.conf"; printf '%s\n' "$@"; advertised "$dir" "$name"; cat "$dir/conf/extra.conf")
   mkdir -p "$dir/conf/$name"
   for k in "${order[@]}"; do
     printf '%s: %s\n' "$k" "${val[$k]}"
@@ -373,7 +375,20 @@ listeners() {
   local dir=$1 name=$2
   local l="FLUSS://127.0.0.1:$(port_of "$dir" "$name")"
   [[ -f $dir/sasl-bootstrap ]] && l+=", SASL://127.0.0.1:$(port_of "$dir" "$name-sasl")"
+  [[ -f $dir/proxied-bootstrap ]] && l+=", PROXIED://127.0.0.1:$(port_of "$dir" "$name-proxied")"
   echo "$l"
+}
+
+# A proxied cluster (start --proxied) advertises its PROXIED listener at the port of a fault
+# proxy in front of it, so clients that bootstrap there reach every server through a proxy
+# (clients learn the servers' addresses from the metadata, per listener); the servers talk to
+# each other on FLUSS, directly.
+advertised() {
+  local dir=$1 name=$2 l
+  [[ -f $dir/proxied-bootstrap ]] || return 0
+  l="FLUSS://127.0.0.1:$(port_of "$dir" "$name")"
+  [[ -f $dir/sasl-bootstrap ]] && l+=", SASL://127.0.0.1:$(port_of "$dir" "$name-sasl")"
+  echo "advertised.listeners=$l, PROXIED://127.0.0.1:$(port_of "$dir" "$name-proxy")"
 }
 
 start_zookeeper() {
@@ -427,6 +442,12 @@ cluster_dir() {
   (cd "$1" && pwd)
 }
 
+server_name() {
+  [[ ${2:-} == zookeeper || ${2:-} == coordinator || ${2:-} =~ ^tablet-[0-9]+$ ]] ||
+    die "server name must be zookeeper, coordinator or tablet-I, got '${2:-}'"
+  [[ -f $1/pids/$2 ]] || die "no server $2 in $1"
+}
+
 tablet_index() {
   [[ ${2:-} =~ ^[0-9]+$ ]] || die "tablet index must be a number, got '${2:-}'"
   [[ -f $1/ports/tablet-$2 ]] || die "no tablet server $2 in $1 (tablets: 0..$(($(cat "$1/tablets") - 1)))"
@@ -435,13 +456,14 @@ tablet_index() {
 # ---------------------------------------------------------------- commands
 
 start() {
-  local dir="" tablets=1 sasl=0 owner="" coordinator_port="" i
+  local dir="" tablets=1 sasl=0 proxied=0 owner="" coordinator_port="" i
   local -a extra=()
   while (($#)); do
     case $1 in
       --tablets) tablets=${2:?--tablets needs a number}; shift 2 ;;
       --coordinator-port) coordinator_port=${2:?--coordinator-port needs a port}; shift 2 ;;
       --sasl) sasl=1; shift ;;
+      --proxied) proxied=1; shift ;;
       --owner-pid) owner=${2:?--owner-pid needs a pid}; shift 2 ;;
       --conf)
         [[ ${2:-} == *=* ]] || die "--conf needs key=value, got '${2:-}'"
@@ -450,7 +472,7 @@ start() {
       *) [[ -z $dir ]] || die "start takes one DIR, got '$dir' and '$1'"; dir=$1; shift ;;
     esac
   done
-  [[ -n $dir ]] || die "usage: start DIR [--tablets N] [--sasl] [--owner-pid PID] [--coordinator-port PORT] [--conf key=value ...]"
+  [[ -n $dir ]] || die "usage: start DIR [--tablets N] [--sasl] [--proxied] [--owner-pid PID] [--coordinator-port PORT] [--conf key=value ...]"
   [[ $tablets =~ ^[1-9][0-9]*$ ]] || die "--tablets must be a positive number, got '$tablets'"
   if [[ -n $coordinator_port ]]; then
     [[ $coordinator_port =~ ^[1-9][0-9]*$ ]] && ((coordinator_port < 65536)) ||
@@ -484,12 +506,18 @@ start() {
       free_port "$dir" >"$dir/ports/$name"
     fi
     if ((sasl)) && [[ $name != zookeeper ]]; then free_port "$dir" >"$dir/ports/$name-sasl"; fi
+    if ((proxied)) && [[ $name != zookeeper ]]; then
+      free_port "$dir" >"$dir/ports/$name-proxied"
+      free_port "$dir" >"$dir/ports/$name-proxy"
+      echo "$name 127.0.0.1:$(port_of "$dir" "$name-proxy") 127.0.0.1:$(port_of "$dir" "$name-proxied")" >>"$dir/proxies"
+    fi
   done
   echo "127.0.0.1:$(port_of "$dir" coordinator)" >"$dir/bootstrap"
   if ((sasl)); then
     echo "127.0.0.1:$(port_of "$dir" coordinator-sasl)" >"$dir/sasl-bootstrap"
     printf '%s\n' "admin admin-secret" "alice alice-secret" >"$dir/sasl-users"
   fi
+  if ((proxied)); then echo "127.0.0.1:$(port_of "$dir" coordinator-proxy)" >"$dir/proxied-bootstrap"; fi
 
   {
     echo "zookeeper.address=127.0.0.1:$(port_of "$dir" zookeeper)"
@@ -603,7 +631,23 @@ control() {
       if is_ours "$(pid_of "$dir" "tablet-$3")" "$dir"; then die "tablet server $3 is still running"; fi
       start_tablet_server "$dir" "$3" || { log_tail "$dir" >&2; die "tablet server $3 did not start"; }
       ;;
+    pause | resume | kill)
+      server_name "$dir" "${3:-}"
+      # SIGSTOP freezes the JVM as a GC pause or a hung process would: it keeps its sockets
+      # and answers nothing until SIGCONT.
+      case $cmd in
+        pause) is_ours "$(pid_of "$dir" "$3")" "$dir" || die "$3 is not running"; kill -STOP "$(pid_of "$dir" "$3")" ;;
+        resume) is_ours "$(pid_of "$dir" "$3")" "$dir" || die "$3 is not running"; kill -CONT "$(pid_of "$dir" "$3")" ;;
+        kill) stop_pid "$dir" "$3" KILL; on_purpose "$dir" "$3" ;;
+      esac
+      ;;
+    start-zookeeper)
+      rm -f "$dir/stopped/zookeeper"
+      if is_ours "$(pid_of "$dir" zookeeper)" "$dir"; then die "ZooKeeper is still running"; fi
+      start_zookeeper "$dir" || { log_tail "$dir" >&2; die "ZooKeeper did not start"; }
+      ;;
     restart-coordinator)
+      rm -f "$dir/stopped/coordinator"
       stop_pid "$dir" coordinator TERM
       # The port must be free again before the new JVM binds it.
       local i
@@ -619,15 +663,22 @@ usage: fluss-cluster.sh COMMAND ...
   fetch                         download Fluss 0.9.1 + log4j jars into $FLUSS_CACHE_DIR
   server-jar                    fetch, then print the path of fluss-server's jar (it holds the
                                 RocksDB the tablet servers run; the testkit writes checkpoints with it)
-  start DIR [--tablets N] [--sasl] [--owner-pid PID] [--coordinator-port PORT] [--conf key=value ...]
+  start DIR [--tablets N] [--sasl] [--proxied] [--owner-pid PID] [--coordinator-port PORT] [--conf key=value ...]
                                 start ZooKeeper, a coordinator and N tablet servers in a fresh DIR;
                                 prints the bootstrap address (host:port) as the last stdout line;
-                                the coordinator on 127.0.0.1:PORT (else a free port)
+                                the coordinator on 127.0.0.1:PORT (else a free port); --proxied
+                                adds a listener per server advertised at a proxy port (DIR/proxies:
+                                name, proxy address, server address; DIR/proxied-bootstrap)
   stop DIR [--keep]             stop every process of the cluster, then remove DIR (unless --keep)
   stop-tablet DIR I             stop tablet server I gracefully (TERM)
   kill-tablet DIR I             kill tablet server I (kill -9)
   start-tablet DIR I            start tablet server I again (same id, port and data dir)
   restart-coordinator DIR       stop and start the coordinator (same port)
+  pause DIR NAME                SIGSTOP server NAME (zookeeper, coordinator, tablet-I)
+  resume DIR NAME               SIGCONT server NAME
+  kill DIR NAME                 kill server NAME (kill -9); start it with start-tablet,
+                                restart-coordinator or start-zookeeper
+  start-zookeeper DIR           start ZooKeeper again (same port and data)
   status DIR                    one line per process: name pid port up|down
   logs DIR [LINES]              tail of every server log
 USAGE
@@ -641,7 +692,7 @@ main() {
     server-jar) fetch && echo "$LIB_DIR/fluss-server-$FLUSS_VERSION.jar" ;;
     start) start "$@" ;;
     stop) stop "$@" ;;
-    stop-tablet|kill-tablet|start-tablet|restart-coordinator) control "$cmd" "$@" ;;
+    stop-tablet|kill-tablet|start-tablet|restart-coordinator|pause|resume|kill|start-zookeeper) control "$cmd" "$@" ;;
     status) status "$@" ;;
     logs) log_tail "$(cluster_dir "${1:-}")" "${2:-60}" ;;
     watchdog) watchdog "$@" ;;

@@ -46,9 +46,7 @@ scripts/python-venv.sh >/dev/null
 consumer_rust=${CONSUMER_RUST:-1}
 cargo fmt --manifest-path "$PWD/examples/consumer_rust/Cargo.toml" -- --check
 
-# Two lanes side by side, each one test at a time (each test starts its own server and runtime
-# next to a Fluss cluster): the fault tests (tests/runtime/faults, each on a cluster of its own,
-# mostly waiting out a fault) in one, everything else in the other.
+# One test at a time in each lane: each starts its own server and runtime next to a Fluss cluster.
 runtime_tests=(cargo test --release --workspace --no-fail-fast --test runtime)
 # The consumer's build writes past scripts/test-times.py (fd 3), which would count its crates
 # as compiled again after the shared build.
@@ -60,10 +58,31 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 summary=${TEST_SUMMARY:-$work/summary}
 source scripts/run-again.sh
-
-main_lane() {
-  local rc=0
-  "${runtime_tests[@]}" -- --test-threads=1 --skip consumers:: --skip faults:: || rc=1
+set +e
+# The fault tests (tests/runtime/faults/, about 6 minutes, mostly holding a fault) run in a lane
+# of their own beside the others, with clusters of their own; their output follows the
+# others'. RUNTIME_LANES=1 runs them in one lane with the others, one test at a time.
+faults_lane() {
+  "${runtime_tests[@]}" -- --test-threads=1 faults:: 2>&1 |
+    scripts/test-times.py --label "runtime tests (faults)" --summary "$work/faults.summary" \
+      --failed "$work/faults.failed" >"$work/faults.log"
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" != 0 ]; then
+    run_failed_again "runtime tests (faults)" "$work/faults.failed" "$work/faults.log" \
+      "$work/faults.summary" >>"$work/faults.log" 2>&1
+    rc=$?
+  fi
+  return "$rc"
+}
+faults_skip=(--skip faults::)
+if [ "${RUNTIME_LANES:-}" = 1 ]; then faults_skip=(); fi
+if [ ${#faults_skip[@]} -gt 0 ]; then
+  faults_lane &
+  faults_pid=$!
+fi
+{
+  rc=0
+  "${runtime_tests[@]}" -- --test-threads=1 --skip consumers:: "${faults_skip[@]}" || rc=1
   if [ "$consumer_rust" != 0 ]; then
     if build_consumer_example >&3 2>&3; then
       CARGO_TARGET_DIR=$consumer_target cargo test "${consumer_example[@]}" --no-fail-fast || rc=1
@@ -72,38 +91,20 @@ main_lane() {
     fi
   fi
   "${runtime_tests[@]}" -- --test-threads=1 consumers:: || rc=1
-  return "$rc"
-}
-faults_lane() {
-  "${runtime_tests[@]}" -- --test-threads=1 faults::
-}
-
-# A lane's output goes to a file of its own, printed when the lane ends, through
-# scripts/test-times.py, which times its tests. Tests that failed for an environment fault once
-# more, each alone (scripts/run-again.sh); their lines join the closing ones.
-run_lane() {
-  local name=$1 rc
-  set +e
-  "${name}_lane" 2>&1 | scripts/test-times.py --label "runtime tests ($name)" \
-    --summary "$work/$name.summary" --failed "$work/$name.failed" >"$work/$name.log"
-  rc=${PIPESTATUS[0]}
-  if [ "$rc" != 0 ]; then
-    run_failed_again "runtime tests ($name)" "$work/$name.failed" "$work/$name.log" \
-      "$work/$name.summary" >>"$work/$name.log" 2>&1
-    rc=$?
-  fi
-  set -e
-  return "$rc"
-}
-
-status=0
-run_lane faults &
-faults_pid=$!
-run_lane main || status=1
-wait "$faults_pid" || status=1
-for name in main faults; do
-  cat "$work/$name.log"
-  if [ -f "$work/$name.summary" ]; then cat "$work/$name.summary" >>"$summary"; fi
-done
-if [ -z "${TEST_SUMMARY:-}" ]; then scripts/closing-lines.sh "runtime tests" "$summary"; fi
+  exit "$rc"
+} 2>&1 | scripts/test-times.py --label "runtime tests" --summary "$summary" --failed "$work/failed" |
+  tee "$work/log"
+status=${PIPESTATUS[0]}
+# Tests that failed for an environment fault once more, each alone (scripts/run-again.sh); their
+# lines join the closing ones.
+if [ "$status" != 0 ]; then
+  run_failed_again "runtime tests" "$work/failed" "$work/log" "$work/again"
+  status=$?
+  if [ -f "$work/again" ]; then tee -a "$summary" <"$work/again"; fi
+fi
+if [ -n "${faults_pid:-}" ]; then
+  wait "$faults_pid" || status=1
+  cat "$work/faults.log"
+  cat "$work/faults.summary" >>"$summary"
+fi
 exit "$status"

@@ -37,7 +37,10 @@ use fluss::rpc::message::OffsetSpec;
 use crate::runtime::on_own_runtime;
 use crate::tables::{TEST_DATABASE, unique_table};
 
+mod faults;
 mod replicas;
+
+pub use faults::Server;
 
 /// How long a fresh cluster may take until it serves. A cold start measures
 /// about 8-10 s on 2 cores; the rest is headroom for a busy CI machine that
@@ -61,6 +64,9 @@ pub struct ClusterOptions {
     /// Extra `server.yaml` lines for every server, e.g.
     /// `("log.segment.file-size", "1kb")`; they replace the script's defaults.
     pub conf: Vec<(String, String)>,
+    /// Also open a listener on every server that clients reach through a fault proxy (see
+    /// [`Cluster::proxied_bootstrap`] and [`Cluster::network`]).
+    pub proxied: bool,
 }
 
 impl ClusterOptions {
@@ -82,6 +88,7 @@ impl Default for ClusterOptions {
             tablets: 1,
             sasl: false,
             conf: Vec::new(),
+            proxied: false,
         }
     }
 }
@@ -114,6 +121,8 @@ struct Local {
     tablets: usize,
     /// From the script's start until the cluster served.
     started_in: Duration,
+    /// The fault proxy in front of the proxied listeners (`ClusterOptions::proxied`).
+    proxy: Option<crate::toxiproxy::Toxiproxy>,
 }
 
 impl Cluster {
@@ -160,6 +169,9 @@ impl Cluster {
         if options.sasl {
             args.push("--sasl".to_string());
         }
+        if options.proxied {
+            args.push("--proxied".to_string());
+        }
         for (key, value) in &options.conf {
             args.push("--conf".to_string());
             args.push(format!("{key}={value}"));
@@ -191,9 +203,17 @@ impl Cluster {
                 dir,
                 tablets: options.tablets,
                 started_in: Duration::ZERO,
+                proxy: None,
             }),
         };
-        match cluster.wait_serving(options.tablets) {
+        let serving = cluster.wait_serving(options.tablets).and_then(|()| {
+            if options.proxied {
+                cluster.start_proxy(options.tablets)
+            } else {
+                Ok(())
+            }
+        });
+        match serving {
             Ok(()) => {
                 if let Some(local) = &mut cluster.local {
                     local.started_in = started.elapsed();

@@ -37,6 +37,7 @@
 //! - [`poll_until`] retries a probe until it succeeds or panics with the last
 //!   error, instead of fixed sleeps.
 //! - [`orphans`]: the test process adopts and reaps what its shell scripts leave running.
+//! - [`toxiproxy`]: a real TCP fault proxy between clients and a proxied cluster's servers.
 //!
 //! Each function here panics on failure with a message that says what to
 //! look at: this crate is only used by tests.
@@ -54,9 +55,10 @@ pub mod runtime;
 pub mod s3;
 pub mod seed;
 pub mod tables;
+pub mod toxiproxy;
 pub mod write;
 
-pub use cluster::{Cluster, ClusterOptions, SaslUser};
+pub use cluster::{Cluster, ClusterOptions, SaslUser, Server};
 pub use poll::{poll_for, poll_until};
 pub use runtime::rt;
 pub use tables::unique_table;

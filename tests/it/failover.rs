@@ -61,6 +61,7 @@ pub fn config_on(cluster: &Cluster, table: &str, extra: Value) -> Value {
 const PACE: Pace = Pace {
     round: ROUND,
     keys: KEYS,
+    delete_every: 0,
     flush_timeout: FLUSH_TIMEOUT,
     pause: Duration::from_millis(100),
     label: Some("failover"),

@@ -24,6 +24,7 @@
 mod arrow_ipc;
 mod consumers;
 mod debezium;
+mod faults;
 mod fixture;
 mod full_disk;
 mod iggy_outage;

@@ -101,6 +101,12 @@ impl IggyServer {
             .map(|process| process.stop(Stop::Terminate))
     }
 
+    /// Kills the server with SIGKILL (no shutdown: what it had not saved is gone) and waits
+    /// until it exited; [`Self::restart`] starts it again.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        self.process.take().map(|process| process.stop(Stop::Kill))
+    }
+
     /// Stops the server if it runs and starts it again on the same data dir and port.
     pub fn restart(&mut self) {
         self.stop();
@@ -127,6 +133,31 @@ impl IggyServer {
                 String::from_utf8_lossy(&output.stderr)
             ))
         }
+    }
+
+    /// Creates `stream` (unless it exists) and in it `topic` with one partition, whose server
+    /// writes every batch to its segment files before it acknowledges it
+    /// (`messages_required_to_save = 1`), so a server killed with -9 loses nothing it
+    /// acknowledged. The runtime creates a missing topic with the server's defaults, which
+    /// keep up to 1024 messages or 1 MiB per partition in memory only ("committed messages in
+    /// the journal, which a crash does not preserve"): a kill -9 loses them although the
+    /// runtime had them acknowledged.
+    pub fn create_durable_topic(&self, stream: &str, topic: &str) {
+        if self.stream_messages(stream).is_none() {
+            self.cli(&["stream", "create", stream])
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        self.cli(&[
+            "topic",
+            "create",
+            stream,
+            topic,
+            "1",
+            "none",
+            "--set",
+            "messages_required_to_save=1",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// The topic's partition and message counts, `None` when the stream or topic does not
@@ -164,32 +195,50 @@ impl IggyServer {
         let mut messages: Vec<Message> = Vec::new();
         loop {
             let offset = messages.last().map_or(0, |m| m.offset + 1);
-            let file = unique_file(&self.dir, "poll", "bin");
-            self.cli(&[
-                "message",
-                "poll",
-                "--offset",
-                &offset.to_string(),
-                "-m",
-                &POLL_CHUNK.to_string(),
-                "--output-file",
-                &file.to_string_lossy(),
-                stream,
-                topic,
-                &partition.to_string(),
-            ])
-            .unwrap_or_else(|e| panic!("{e}"));
-            // The CLI appends to the file, so each poll gets a new one.
-            let bytes = fs::read(&file).unwrap_or_default();
-            let _ = fs::remove_file(&file);
-            let polled = parse_messages(&bytes).unwrap_or_else(|e| {
-                panic!("{stream}/{topic} partition {partition} from offset {offset}: {e}")
-            });
+            let polled = self
+                .poll(stream, topic, partition, offset)
+                .unwrap_or_else(|e| panic!("{e}"));
             if polled.is_empty() {
                 return messages;
             }
-            messages.extend(polled.into_iter().map(|m| Message { partition, ..m }));
+            messages.extend(polled);
         }
+    }
+
+    /// Up to 1000 messages of one partition from Iggy offset `offset`, in offset order (none
+    /// past the end); `Err` with the CLI's words when the server does not answer.
+    pub fn poll(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+    ) -> Result<Vec<Message>, String> {
+        let file = unique_file(&self.dir, "poll", "bin");
+        let polled = self.cli(&[
+            "message",
+            "poll",
+            "--offset",
+            &offset.to_string(),
+            "-m",
+            &POLL_CHUNK.to_string(),
+            "--output-file",
+            &file.to_string_lossy(),
+            stream,
+            topic,
+            &partition.to_string(),
+        ]);
+        // The CLI appends to the file, so each poll gets a new one.
+        let bytes = fs::read(&file).unwrap_or_default();
+        let _ = fs::remove_file(&file);
+        polled?;
+        let messages = parse_messages(&bytes).map_err(|e| {
+            format!("{stream}/{topic} partition {partition} from offset {offset}: {e}")
+        })?;
+        Ok(messages
+            .into_iter()
+            .map(|m| Message { partition, ..m })
+            .collect())
     }
 
     /// Every message of every partition of the topic (partition by partition, each in

@@ -37,6 +37,9 @@ pub struct Pace {
     pub round: i64,
     /// Distinct keys of a primary-key table, so most writes are updates.
     pub keys: i64,
+    /// A primary-key table's write `seq` deletes its key when `seq % delete_every` is 0 (and
+    /// `delete_every` is not); its key in [`Written`] is then `d<seq>`.
+    pub delete_every: i64,
     /// Longest a flush may take; a longer one counts as not acknowledged.
     pub flush_timeout: Duration,
     /// Pause between two rounds.
@@ -76,7 +79,8 @@ pub struct Writer {
 impl Writer {
     /// Starts writing to `path` on `cluster`: log rows ([`tables::sample_row`]) keyed by
     /// `id`, or for a primary-key table (a key, a name and a number) rows whose
-    /// `name` (`w<seq>`) names the write, on key `seq % pace.keys`.
+    /// `name` (`w<seq>`) names the write, on key `seq % pace.keys`, some of them deletes
+    /// ([`Pace::delete_every`]).
     pub fn start(cluster: Arc<Cluster>, path: TablePath, primary_key: bool, pace: Pace) -> Self {
         let written = Arc::new(Mutex::new(Written::default()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -131,18 +135,37 @@ impl Writer {
     }
 }
 
-/// The rows of round `seq..seq + pace.round`, with their keys (see [`Writer::start`]).
-fn round(primary_key: bool, seq: i64, pace: &Pace) -> Vec<(String, GenericRow<'static>)> {
+/// One write of a round.
+struct Write {
+    /// Its key in [`Written`].
+    key: String,
+    row: GenericRow<'static>,
+    /// A delete of the row's key rather than an upsert or an append.
+    delete: bool,
+}
+
+/// The writes of round `seq..seq + pace.round` (see [`Writer::start`]).
+fn round(primary_key: bool, seq: i64, pace: &Pace) -> Vec<Write> {
     (seq..seq + pace.round)
         .map(|n| {
             if primary_key {
+                let delete = pace.delete_every > 0 && n % pace.delete_every == 0;
                 let mut row = GenericRow::new(3);
                 row.set_field(0, n % pace.keys);
                 row.set_field(1, format!("w{n}"));
                 row.set_field(2, n as f64);
-                (format!("w{n}"), row)
+                let key = if delete {
+                    format!("d{n}")
+                } else {
+                    format!("w{n}")
+                };
+                Write { key, row, delete }
             } else {
-                (n.to_string(), tables::sample_row(n))
+                Write {
+                    key: n.to_string(),
+                    row: tables::sample_row(n),
+                    delete: false,
+                }
             }
         })
         .collect()
@@ -155,10 +178,11 @@ enum Sink {
 }
 
 impl Sink {
-    fn write(&self, row: &GenericRow<'static>) -> bool {
+    fn write(&self, write: &Write) -> bool {
         match self {
-            Sink::Append(w) => w.append(row).is_ok(),
-            Sink::Upsert(w) => w.upsert(row).is_ok(),
+            Sink::Append(w) => w.append(&write.row).is_ok(),
+            Sink::Upsert(w) if write.delete => w.delete(&write.row).is_ok(),
+            Sink::Upsert(w) => w.upsert(&write.row).is_ok(),
         }
     }
 
@@ -194,7 +218,10 @@ impl Session {
         // leader moves, an old fluss-rs writer can stay stuck for minutes. Rows it still
         // holds may arrive later; they count as unconfirmed.
         let conn = self.cluster.connection().await;
-        let Ok(table) = conn.get_table(&self.path).await else {
+        // The table's metadata comes from any server the client knows, which may be one that
+        // hangs (a paused process): bounded like a flush, then the session starts over.
+        let table = tokio::time::timeout(self.pace.flush_timeout, conn.get_table(&self.path)).await;
+        let Ok(Ok(table)) = table else {
             tokio::time::sleep(Duration::from_secs(1)).await;
             return seq;
         };
@@ -217,16 +244,17 @@ impl Session {
             let rows = round(self.primary_key, seq, &self.pace);
             seq += self.pace.round;
             // Every row is queued even after a refusal, so the round's keys are all accounted.
-            let queued = rows
-                .iter()
-                .fold(true, |queued, (_, row)| sink.write(row) && queued);
+            let mut queued = true;
+            for write in &rows {
+                queued &= sink.write(write);
+            }
             let started = Instant::now();
             let flushed = sink.flush(self.pace.flush_timeout).await;
             let ok = queued && flushed.is_ok();
             {
                 let mut w = lock(&self.written);
                 w.longest_flush = w.longest_flush.max(started.elapsed());
-                let keys = rows.into_iter().map(|(k, _)| k);
+                let keys = rows.into_iter().map(|write| write.key);
                 if ok {
                     let now = Instant::now();
                     let before = w.acked.len();
