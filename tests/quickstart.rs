@@ -779,7 +779,9 @@ fn the_readme_runner_command_with_every_option() {
     );
     assert!(Path::new(state).exists(), "--state {state} written");
 
-    // Resumes from --state, stops after 5 s without data.
+    // Resumes from --state and reads the rest: it waits for the rows it expects (a server
+    // paused on a loaded machine only slows it), --idle-exit is only its deadline.
+    let rest = (ROWS as usize - first_ids.len()).to_string();
     let second = readme_runner(
         cluster.bootstrap(),
         &[
@@ -787,11 +789,17 @@ fn the_readme_runner_command_with_every_option() {
             state,
             "--output",
             two.to_str().unwrap(),
+            "--max-messages",
+            &rest,
             "--idle-exit",
-            "5s",
+            "120s",
         ],
     );
-    assert!(second.stderr.contains("stopped (Idle"), "{}", second.stderr);
+    assert!(
+        second.stderr.contains("stopped (MaxMessages"),
+        "{}",
+        second.stderr
+    );
     let two = std::fs::read_to_string(&two).expect("--output file");
     let mut all: Vec<i64> = first_ids.into_iter().chain(delivered_ids(&two)).collect();
     all.sort_unstable();
@@ -801,8 +809,24 @@ fn the_readme_runner_command_with_every_option() {
         "each row exactly once across the stop and the restart from --state"
     );
 
-    // Only the required option and --idle-exit: state in local_state/, lines on stdout.
-    let third = readme_runner(cluster.bootstrap(), &["--idle-exit", "5s"]);
+    // Once more from --state: nothing is left, so it stops after 5 s without data.
+    let idle = readme_runner(
+        cluster.bootstrap(),
+        &["--state", state, "--idle-exit", "5s"],
+    );
+    assert!(idle.stderr.contains("stopped (Idle"), "{}", idle.stderr);
+    assert_eq!(
+        delivered_ids(&idle.stdout),
+        Vec::<i64>::new(),
+        "nothing after the last acknowledged row"
+    );
+
+    // Only the required option (and a deadline): state in local_state/, lines on stdout.
+    let all_rows = ROWS.to_string();
+    let third = readme_runner(
+        cluster.bootstrap(),
+        &["--max-messages", &all_rows, "--idle-exit", "120s"],
+    );
     let mut ids = delivered_ids(&third.stdout);
     ids.sort_unstable();
     assert_eq!(
