@@ -95,6 +95,11 @@ PY
 # The new crates into Cargo.lock; every version already locked stays as it is. The checkout's
 # rust-toolchain.toml names the toolchain cargo runs with: `rustup toolchain install` in IGGY_DIR
 # installs it, or RUSTUP_TOOLCHAIN names another of at least the workspace's rust-version.
+# The checkout's rust-toolchain.toml picks the toolchain; one that is not installed stops here
+# with the way out rather than rustup's message.
+if ! (cd "$iggy" && cargo --version >/dev/null 2>&1); then
+  die "the toolchain $iggy/rust-toolchain.toml names is not installed: run \`rustup toolchain install\` in $iggy, or set RUSTUP_TOOLCHAIN to an installed toolchain of at least the workspace's rust-version (e.g. RUSTUP_TOOLCHAIN=stable)"
+fi
 if ! output=$(cd "$iggy" && cargo update --workspace 2>&1); then
   echo "$output" | head -n 5 >&2
   die "cargo update --workspace failed in $iggy (above)"
