@@ -72,9 +72,22 @@ fn a_nack_storm_delivers_nothing_and_is_reported_once() {
         1,
         "the Nack storm is reported exactly once: {storm:#?}"
     );
+    // Every Nack reaches the plugin: no batch-result call fails before the storm is reported.
+    // apache/iggy's SDK stops an instance at its fifth Nack in a row and answers that call with
+    // -1 after passing it on, so one failed call may follow the storm line (this repository's
+    // SDK stops polling instead and answers 0).
+    let storm_at = log
+        .lines()
+        .position(|line| line.contains("in a row"))
+        .expect("the storm line");
+    let failed: Vec<(usize, &str)> = log
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.contains("Plugin returned: -1"))
+        .collect();
     assert!(
-        lines_with(&log, "Plugin returned: -1").is_empty(),
-        "every Nack reached the plugin (no failed batch-result call)"
+        failed.len() <= 1 && failed.iter().all(|(at, _)| *at > storm_at),
+        "every Nack reached the plugin (no failed batch-result call before the storm line): {failed:#?}"
     );
     let closed = lines_with(&log, "closed after");
     assert_eq!(closed.len(), 1, "the plugin closed once: {closed:#?}");
