@@ -42,7 +42,7 @@ ROOT=$PWD
 say() { echo "local-fluss: $*" >&2; }
 die() { say "$*"; exit 1; }
 usage() {
-  sed -n '5,7p' "$0" | sed 's/^# *//' >&2
+  grep '^#   scripts/local-fluss.sh ' "$0" | sed 's/^# *//' >&2
   exit 2
 }
 

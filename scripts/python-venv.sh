@@ -39,7 +39,7 @@ PACKAGES=(pyarrow "apache-iggy==0.9.0.dev4" "moto[server]")
 say() { echo "python-venv: $*" >&2; }
 
 if [[ $# -gt 1 || ${1:-} == -* ]]; then
-  sed -n '12p' "$0" | sed 's/^# *//' >&2
+  grep '^#   scripts/python-venv.sh ' "$0" | sed 's/^# *//' >&2
   exit 2
 fi
 if [[ $# == 1 ]]; then

@@ -43,7 +43,7 @@ ROOT=$PWD
 
 say() { echo "quickstart: $*" >&2; }
 usage() {
-  sed -n '3,4p' "$0" | sed 's/^# *//' >&2
+  grep -E '^#( Quickstart:|   scripts/quickstart.sh )' "$0" | sed 's/^# *//' >&2
   exit 2
 }
 

@@ -34,7 +34,7 @@ BINARY=$CACHE_DIR/toxiproxy-server
 say() { echo "toxiproxy: $*" >&2; }
 
 if [[ $# -gt 0 ]]; then
-  sed -n '23p' "$0" | sed 's/^# *//' >&2
+  grep '^#   scripts/toxiproxy.sh' "$0" | sed 's/^# *//' >&2
   exit 2
 fi
 

@@ -659,7 +659,7 @@ fn readme() -> String {
 fn the_readme_release_build_produces_the_library_with_its_five_symbols(library: &Path) {
     let readme = readme();
     for text in [
-        "`cargo build --release -p iggy_connector_fluss_source`",
+        "cargo build --release -p iggy_connector_fluss_source",
         "`target/release/libiggy_connector_fluss_source.so`",
     ] {
         assert!(readme.contains(text), "the README shows {text}");
