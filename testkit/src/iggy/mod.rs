@@ -144,10 +144,14 @@ impl Process {
             .try_clone()
             .unwrap_or_else(|e| panic!("clone {}: {e}", log.display()));
         // Only the IGGY_* variables set on `command` reach Iggy: both programs read such
-        // overrides, and one from the caller's shell would change the setup under test.
+        // overrides, and one from the caller's shell would change the setup under test. The
+        // exception is the plugin's own SDK knob `IGGY_SOURCE_POLL_AHEAD` (read inside the
+        // plugin, not by Iggy), which the benchmarks set to compare against apache/iggy's SDK.
         let set: Vec<_> = command.get_envs().map(|(key, _)| key.to_owned()).collect();
         for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("IGGY_") && !set.contains(&key) {
+            let name = key.to_string_lossy();
+            if name.starts_with("IGGY_") && name != "IGGY_SOURCE_POLL_AHEAD" && !set.contains(&key)
+            {
                 command.env_remove(&key);
             }
         }
