@@ -55,7 +55,7 @@ use crate::error::{Error, Fault, Result};
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
 use crate::position::{BucketKey, Offsets, Position, Positions};
-use crate::sdk::{ConnectorState, ProducedMessages, SourceBatchResult};
+use crate::sdk::types::{ConnectorState, ProducedMessages, SourceBatchResult};
 use crate::source::bounded::BoundedRead;
 use crate::source::queue::Buckets;
 use crate::source::recovery::{RETRY_PAUSE, Scan};

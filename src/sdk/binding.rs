@@ -15,21 +15,10 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! The binding to the connector SDK: the one file that names `iggy_connector_sdk`. The other
-//! modules take the SDK's message types from here and [`FlussSource`] exposes plain methods;
-//! this file makes it the SDK's `Source` and exports the runtime's C ABI.
-//!
-//! This build binds to the source half of the SDK in this repository (`sdk/`), which polls the
-//! next batch while the runtime sends the previous one where [`FlussSource::poll_ahead`] says it
-//! pays. Inside apache/iggy the same modules bind to that workspace's `iggy_connector_sdk`
-//! through the `sdk.rs` of `upstream/` (`scripts/upstream.sh`).
-
-pub use iggy_connector_sdk::{
-    ConnectorState, HeaderKey, HeaderValue, ProducedMessage, ProducedMessages, Schema,
-    SourceBatchResult,
-};
+//! [`FlussSource`] as the SDK's `Source`, and the runtime's C ABI.
 
 use crate::error::Error;
+use crate::sdk::types::{ConnectorState, ProducedMessages, SourceBatchResult};
 use crate::source::FlussSource;
 
 impl iggy_connector_sdk::Source for FlussSource {

@@ -15,9 +15,7 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! The binding to apache/iggy's connector SDK (`iggy_connector_sdk`): the one file that names
-//! it. The other modules take the SDK's message types from here and [`FlussSource`] exposes
-//! plain methods; this file wraps it in the SDK's `Source` and exports the runtime's C ABI.
+//! [`FlussSource`] wrapped in apache/iggy's `Source`, and the runtime's C ABI.
 //!
 //! What the SDK's container leaves to the source, done here so the connector behaves as its
 //! documentation says:
@@ -42,10 +40,7 @@ use async_trait::async_trait;
 use futures::FutureExt as _;
 use tokio::sync::Mutex;
 
-pub use iggy_common::{HeaderKey, HeaderValue};
-pub use iggy_connector_sdk::source::SourceBatchResult;
-pub use iggy_connector_sdk::{ConnectorState, ProducedMessage, ProducedMessages, Schema};
-
+use crate::sdk::types::{ConnectorState, ProducedMessages, Schema, SourceBatchResult};
 use crate::source::FlussSource;
 
 /// The pause after the first failed poll in a row, doubled per failure up to [`MOST_PAUSE`].

@@ -1,0 +1,29 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
+//! The binding to the connector SDK: the one folder that names `iggy_connector_sdk`.
+//! [`types`] re-exports the SDK's message types the other modules build (it imports nothing of
+//! this crate); `binding` makes [`crate::FlussSource`], whose methods are plain, the SDK's
+//! `Source` and exports the runtime's C ABI.
+//!
+//! This build binds to the source half of the SDK in this repository (`sdk/`), which polls the
+//! next batch while the runtime sends the previous one where [`crate::FlussSource::poll_ahead`]
+//! says it pays. Inside apache/iggy the same modules bind to that workspace's
+//! `iggy_connector_sdk` through the `sdk/` folder of `upstream/src/` (`scripts/upstream.sh`).
+
+mod binding;
+pub mod types;
