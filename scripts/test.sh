@@ -28,7 +28,7 @@ source scripts/cargo-env.sh
 cargo fmt --all -- --check
 # The SDK binding of the build inside apache/iggy (scripts/upstream.sh): no crate here compiles
 # it, so its format is checked on its own.
-rustfmt --edition 2024 --check upstream/src/sdk/*.rs
+rustfmt --edition 2024 --check upstream/src/*.rs
 if ! cargo sort --version >/dev/null 2>&1; then
   echo "cargo-sort is missing: cargo install --locked cargo-sort" >&2
   exit 1

@@ -24,7 +24,7 @@
 # IGGY_SRC is an apache/iggy checkout (copied, left as it is) or a .tar.gz of one (unpacked);
 # WORK_DIR (default: a new temporary directory, kept) receives the copy. Then:
 # 1. scripts/upstream.sh adds the connector as core/connectors/sources/fluss_source;
-# 2. the plugin's sources there are this repository's, but for the SDK binding src/sdk/;
+# 2. the plugin's sources there are this repository's, but for the SDK binding (src/sdk.rs, src/connector.rs);
 # 3. apache/iggy's checks: `cargo fmt --all -- --check`, `cargo sort --check --no-format
 #    --workspace`, `cargo clippy -p iggy_connector_fluss_source --all-targets --all-features --
 #    -D warnings`, `cargo test -p iggy_connector_fluss_source` (its unit and property tests),
@@ -90,10 +90,10 @@ step "adding the connector (scripts/upstream.sh)"
 "$repo/scripts/upstream.sh" "$iggy"
 crate=$iggy/core/connectors/sources/fluss_source
 differences=$(diff -r "$repo/src" "$crate/src" | grep -v '^diff -r' || true)
-expected=$(diff -r "$repo/src/sdk" "$repo/upstream/src/sdk" | grep -v '^diff -r' || true)
-[ "$differences" = "$expected" ] || die "the plugin's sources differ from this repository's beyond src/sdk/:
+expected=$(for file in connector.rs sdk.rs; do diff "$repo/src/$file" "$repo/upstream/src/$file"; done || true)
+[ "$differences" = "$expected" ] || die "the plugin's sources differ from this repository's beyond src/sdk.rs and src/connector.rs:
 $(diff -rq "$repo/src" "$crate/src")"
-step "the plugin's sources are this repository's but for src/sdk/"
+step "the plugin's sources are this repository's but for src/sdk.rs and src/connector.rs"
 
 run() {
   step "$*"

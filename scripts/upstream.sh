@@ -19,7 +19,7 @@
 # Turns an apache/iggy checkout into one with this connector as
 # core/connectors/sources/fluss_source (package iggy_connector_fluss_source), built on that
 # workspace's own `iggy_connector_sdk`: the plugin's modules of src/ as they are, bound to the
-# SDK by upstream/src/sdk/ instead of src/sdk/; the files its unit and property tests read;
+# SDK by upstream/src/sdk.rs and connector.rs instead of src/'s; the files its unit and property tests read;
 # a Cargo.toml on the workspace's dependencies where they fit (upstream/Cargo.toml.in), its
 # README and config.toml; a member of the workspace, a row of core/connectors/sources/README.md,
 # an example connector file for the runtime, and Cargo.lock updated for the new crates.
@@ -47,8 +47,7 @@ rm -rf "$dest"
 mkdir -p "$dest/tests" "$dest/docs"
 # The plugin's modules; the binding to the SDK is apache/iggy's.
 cp -R "$repo/src" "$dest/src"
-rm -r "$dest/src/sdk"
-cp -R "$repo/upstream/src/sdk" "$dest/src/sdk"
+cp "$repo/upstream/src/sdk.rs" "$repo/upstream/src/connector.rs" "$dest/src/"
 # What the unit tests read (the option tables of the configuration chapter, old state files),
 # and the property tests with what they read.
 cp "$repo/docs/configuration.md" "$dest/docs/"

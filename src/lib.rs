@@ -18,7 +18,7 @@
 //! Apache Fluss source connector for the Apache Iggy connectors runtime.
 //!
 //! The runtime loads this crate as a `cdylib` and drives [`FlussSource`] over the C ABI that
-//! [`sdk`] exports (the one module bound to the connector SDK). It reads one Fluss table (a log table
+//! [`connector`] exports (with [`sdk`], the only code bound to the connector SDK). It reads one Fluss table (a log table
 //! or the changelog of a primary-key table) with `fluss-rs`, turns records into Iggy messages
 //! and persists the next offset of every bucket through the runtime's state file.
 //!
@@ -48,6 +48,7 @@
 
 pub mod client;
 pub mod config;
+pub mod connector;
 pub mod encode;
 pub mod error;
 pub mod filter;

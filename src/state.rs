@@ -32,7 +32,7 @@
 //!
 //! Its tests (every older record shape and the saved fixture bytes) sit next to it, in this file.
 
-use crate::sdk::types::ConnectorState;
+use crate::sdk::ConnectorState;
 use fluss::{BucketId, PartitionId, TableId};
 use serde::{Deserialize, Serialize};
 

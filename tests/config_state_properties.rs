@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use iggy_connector_fluss_source::config::Config;
 use iggy_connector_fluss_source::position::{BucketKey, Position, Positions, Resume};
-use iggy_connector_fluss_source::sdk::types::ConnectorState;
+use iggy_connector_fluss_source::sdk::ConnectorState;
 use iggy_connector_fluss_source::state::{SavedState, Scope};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;

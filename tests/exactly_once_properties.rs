@@ -62,7 +62,7 @@ use iggy_connector_fluss_source::encode::stamp::Stamper;
 use iggy_connector_fluss_source::filter::{Filter, FilterText};
 use iggy_connector_fluss_source::position::{BucketKey, Position, Positions};
 use iggy_connector_fluss_source::schemas::Schemas;
-use iggy_connector_fluss_source::sdk::types::ProducedMessage;
+use iggy_connector_fluss_source::sdk::ProducedMessage;
 use iggy_connector_fluss_source::snapshot_files::Opened;
 use iggy_connector_fluss_source::snapshot_files::RowBatches;
 use iggy_connector_fluss_source::source::queue::Buckets;

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use fluss_source_runner::ConnectorFile;
 use iggy_connector_fluss_source::config::Config;
 use iggy_connector_fluss_source::config::options::PayloadFormat;
-use iggy_connector_fluss_source::sdk::types::Schema;
+use iggy_connector_fluss_source::sdk::Schema;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -114,13 +114,13 @@ pub fn env_usize(name: &str, default: usize) -> usize {
 }
 
 /// The rows a batch's messages hold (see [`rows_in`]).
-pub fn rows_in_batch(batch: &iggy_connector_fluss_source::sdk::types::ProducedMessages) -> usize {
+pub fn rows_in_batch(batch: &iggy_connector_fluss_source::sdk::ProducedMessages) -> usize {
     batch.messages.iter().map(rows_in).sum()
 }
 
 /// The rows a produced message holds: its `fluss_row_count` header (an Arrow IPC message),
 /// else 1 (a JSON row or change).
-pub fn rows_in(message: &iggy_connector_fluss_source::sdk::types::ProducedMessage) -> usize {
+pub fn rows_in(message: &iggy_connector_fluss_source::sdk::ProducedMessage) -> usize {
     message
         .headers
         .as_ref()

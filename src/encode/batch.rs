@@ -27,7 +27,7 @@
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 
-use crate::sdk::types::ProducedMessage;
+use crate::sdk::ProducedMessage;
 
 use crate::error::{Error, Result};
 

@@ -59,7 +59,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-use crate::sdk::types::{HeaderKey, HeaderValue, ProducedMessage};
+use crate::sdk::{HeaderKey, HeaderValue, ProducedMessage};
 use fluss::record::ChangeType;
 use fluss::{BucketId, PartitionId, TableId};
 

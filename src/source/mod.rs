@@ -15,7 +15,7 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! `FlussSource`: the source the runtime drives (through [`crate::sdk`]). It wires the modules together: open
+//! `FlussSource`: the source the runtime drives (through [`crate::connector`]). It wires the modules together: open
 //! checks (connect), positions (state), reading (scan), message building (encode).
 //!
 //! Each concern owns its state, in a file of its own, and is handed the other pieces it
@@ -55,7 +55,7 @@ use crate::error::{Error, Fault, Result};
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
 use crate::position::{BucketKey, Offsets, Position, Positions};
-use crate::sdk::types::{ConnectorState, ProducedMessages, SourceBatchResult};
+use crate::sdk::{ConnectorState, ProducedMessages, SourceBatchResult};
 use crate::source::bounded::BoundedRead;
 use crate::source::queue::Buckets;
 use crate::source::recovery::{RETRY_PAUSE, Scan};

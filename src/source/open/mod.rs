@@ -23,7 +23,7 @@
 
 pub mod runtime_json;
 
-use crate::sdk::types::Schema;
+use crate::sdk::Schema;
 
 use crate::client::discovery::PartitionNames;
 use crate::client::offsets;

@@ -15,15 +15,10 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! The binding to the connector SDK: the one folder that names `iggy_connector_sdk`.
-//! [`types`] re-exports the SDK's message types the other modules build (it imports nothing of
-//! this crate); `binding` makes [`crate::FlussSource`], whose methods are plain, the SDK's
-//! `Source` and exports the runtime's C ABI.
-//!
-//! This build binds to the source half of the SDK in this repository (`sdk/`), which polls the
-//! next batch while the runtime sends the previous one where [`crate::FlussSource::poll_ahead`]
-//! says it pays. Inside apache/iggy the same modules bind to that workspace's
-//! `iggy_connector_sdk` through the `sdk/` folder of `upstream/src/` (`scripts/upstream.sh`).
+//! apache/iggy's connector SDK message types, which the other modules build. With
+//! [`crate::connector`] (the binding), the only code that names `iggy_connector_sdk`; this module
+//! imports nothing of the crate.
 
-mod binding;
-pub mod types;
+pub use iggy_common::{HeaderKey, HeaderValue};
+pub use iggy_connector_sdk::source::SourceBatchResult;
+pub use iggy_connector_sdk::{ConnectorState, ProducedMessage, ProducedMessages, Schema};

@@ -15,7 +15,9 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! [`FlussSource`] wrapped in apache/iggy's `Source`, and the runtime's C ABI.
+//! The binding to apache/iggy's connector SDK: [`FlussSource`], whose methods are plain, wrapped
+//! in the SDK's `Source`, and the runtime's C ABI. With [`crate::sdk`] (the message types), the
+//! only code that names `iggy_connector_sdk`.
 //!
 //! What the SDK's container leaves to the source, done here so the connector behaves as its
 //! documentation says:
@@ -40,7 +42,7 @@ use async_trait::async_trait;
 use futures::FutureExt as _;
 use tokio::sync::Mutex;
 
-use crate::sdk::types::{ConnectorState, ProducedMessages, Schema, SourceBatchResult};
+use crate::sdk::{ConnectorState, ProducedMessages, Schema, SourceBatchResult};
 use crate::source::FlussSource;
 
 /// The pause after the first failed poll in a row, doubled per failure up to [`MOST_PAUSE`].

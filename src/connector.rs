@@ -15,10 +15,15 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! [`FlussSource`] as the SDK's `Source`, and the runtime's C ABI.
+//! The binding to the connector SDK: [`FlussSource`], whose methods are plain, as the SDK's
+//! `Source`, and the runtime's C ABI. With [`crate::sdk`] (the message types), the only code that
+//! names `iggy_connector_sdk`.
+//!
+//! The SDK in this repository (`sdk/`) polls the next batch while the runtime sends the previous
+//! one where [`FlussSource::poll_ahead`] says it pays.
 
 use crate::error::Error;
-use crate::sdk::types::{ConnectorState, ProducedMessages, SourceBatchResult};
+use crate::sdk::{ConnectorState, ProducedMessages, SourceBatchResult};
 use crate::source::FlussSource;
 
 impl iggy_connector_sdk::Source for FlussSource {

@@ -15,10 +15,15 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! The binding to apache/iggy's connector SDK (`iggy_connector_sdk`): the one folder that names
-//! it. [`types`] re-exports the SDK's message types the other modules build (it imports nothing
-//! of this crate); `binding` wraps [`crate::FlussSource`], whose methods are plain, in the SDK's
-//! `Source` and exports the runtime's C ABI.
+//! The connector SDK's message types, which the other modules build. With [`crate::connector`]
+//! (the binding), the only code that names `iggy_connector_sdk`; this module imports nothing of
+//! the crate.
+//!
+//! This build uses the source half of the SDK in this repository (`sdk/`). Inside apache/iggy the
+//! same modules use that workspace's `iggy_connector_sdk` through the `sdk.rs` and `connector.rs`
+//! of `upstream/src/` (`scripts/upstream.sh`).
 
-mod binding;
-pub mod types;
+pub use iggy_connector_sdk::{
+    ConnectorState, HeaderKey, HeaderValue, ProducedMessage, ProducedMessages, Schema,
+    SourceBatchResult,
+};
