@@ -368,6 +368,10 @@ impl From<ApplyError> for Error {
 /// Result alias for the plugin.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The pause before a step that failed for a [`Fault::Retry`] is tried again (a client poll, a
+/// bucket's snapshot).
+pub const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// What the source should do about a failed fluss-rs call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {

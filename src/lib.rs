@@ -49,9 +49,11 @@
 pub mod client;
 pub mod config;
 pub mod connector;
+pub mod context;
 pub mod encode;
 pub mod error;
 pub mod filter;
+pub mod format;
 pub mod json;
 pub mod metrics;
 pub mod position;
@@ -62,5 +64,6 @@ pub mod sdk;
 pub mod snapshot_files;
 pub mod source;
 pub mod state;
+pub mod telemetry;
 
 pub use source::FlussSource;

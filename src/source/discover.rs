@@ -24,13 +24,11 @@ use fluss::PartitionId;
 
 use crate::client::discovery::{self, Changes, PartitionNames};
 use crate::client::offsets;
-use crate::client::table::Table;
-use crate::config::Config;
 use crate::config::options::StartingOffset;
+use crate::context::Context;
 use crate::error::Result;
 use crate::position::Positions;
 use crate::position::progress::Progress;
-use crate::scope::share::Assignment;
 use crate::scope::stop::Bound;
 use crate::source::bounded::BoundedRead;
 use crate::source::queue::Buckets;
@@ -49,11 +47,11 @@ pub(super) struct Found {
 /// one (`instance_index`) and `bound`, a bounded read's stop point, covers it (it never covers
 /// partitions created after it was taken).
 pub(super) async fn find(
-    table: &Table,
-    config: &Config,
+    ctx: &Context,
     known: &PartitionNames,
     bound: &Bound,
 ) -> Result<Option<Found>> {
+    let Context { table, config, .. } = ctx;
     let now = discovery::list(table, config.partitions.as_ref()).await?;
     let mut changes = discovery::diff(known, &now);
     changes.added.retain(|p| {
@@ -72,8 +70,7 @@ pub(super) async fn find(
 /// read and the scanner. Returns each partition with the name it had.
 pub(super) async fn forget(
     dropped: &[PartitionId],
-    table: &Table,
-    assignment: Assignment,
+    ctx: &Context,
     buckets: &mut Buckets,
     progress: &mut Progress,
     bounded: &mut BoundedRead,
@@ -82,7 +79,7 @@ pub(super) async fn forget(
     let mut forgotten = Vec::with_capacity(dropped.len());
     for partition in dropped {
         let name = buckets.drop_partition(*partition).unwrap_or_default();
-        for key in table.bucket_keys(assignment, [*partition]) {
+        for key in ctx.table.bucket_keys(ctx.config.assignment, [*partition]) {
             progress.forget(&key);
             bounded.forget(&key);
             // The scanner already ignores a vanished partition; unsubscribing stops its
@@ -101,11 +98,11 @@ pub(super) async fn forget(
 /// positions, which the scanner is to subscribe.
 pub(super) async fn take_on(
     found: &Found,
-    table: &Table,
-    config: &Config,
+    ctx: &Context,
     buckets: &mut Buckets,
     progress: &mut Progress,
 ) -> Result<(Vec<(PartitionId, String)>, Positions)> {
+    let Context { table, config, .. } = ctx;
     let assignment = config.assignment;
     let new_keys = table.bucket_keys(assignment, found.changes.added.iter().copied());
     // New partitions begin at their earliest offset, or with their snapshots under `full`.

@@ -15,8 +15,9 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! `FlussSource`: the source the runtime drives (through [`crate::connector`]). It wires the modules together: open
-//! checks (connect), positions (state), reading (scan), message building (encode).
+//! `FlussSource`: the source the runtime drives (through [`crate::connector`]). It wires the
+//! modules together: open checks (connect), positions (state), reading (scan), message
+//! building (encode), each step handed the [`Context`] it reads from once.
 //!
 //! Each concern owns its state, in a file of its own, and is handed the other pieces it
 //! needs: [`recovery`] the scanner (or the need to rebuild it), [`upkeep`] the timers of the
@@ -32,10 +33,11 @@
 //! positions; `Nack` rebuilds the scanner at the committed positions, so the same rows come
 //! again (a plain re-seek can race an in-flight fetch in fluss-rs and skip rows).
 //!
-//! In JSON mode the source polls ahead ([`FlussSource::poll_ahead`]): an SDK that can builds the next batch
-//! while the runtime decodes and sends the previous one, so encoding and the runtime's work
-//! overlap on two cores. Each answered batch therefore has its own staged positions ([`Progress`]); a
-//! Nack drops them all, including those of the batch prepared behind it.
+//! Where the payload format says it pays ([`FlussSource::poll_ahead`]), an SDK that can
+//! builds the next batch while the runtime decodes and sends the previous one, so encoding and
+//! the runtime's work overlap on two cores. Each answered batch therefore has its own staged
+//! positions ([`Progress`]); a Nack drops them all, including those of the batch prepared
+//! behind it.
 
 use std::time::{Duration, Instant};
 
@@ -48,21 +50,22 @@ use crate::client::kv_snapshot::local_dir;
 use crate::client::scanner::Scanner;
 use crate::client::table::Table;
 use crate::config::Config;
-use crate::config::options::{IpcCompression, PayloadFormat};
+use crate::context::Context;
 use crate::encode::Encoder;
 use crate::encode::batch::Batch;
-use crate::error::{Error, Fault, Result};
+use crate::error::{Error, Fault, RETRY_PAUSE, Result};
+use crate::format;
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
 use crate::position::{BucketKey, Offsets, Position, Positions};
 use crate::sdk::{ConnectorState, ProducedMessages, SourceBatchResult};
 use crate::source::bounded::BoundedRead;
-use crate::source::queue::Buckets;
-use crate::source::recovery::{RETRY_PAUSE, Scan};
+use crate::source::queue::{Buckets, Drained};
+use crate::source::recovery::Scan;
 use crate::source::snapshot::Snapshots;
-use crate::source::telemetry::Telemetry;
 use crate::source::upkeep::Upkeep;
 use crate::state::{SavedState, Scope};
+use crate::telemetry::Telemetry;
 
 mod bounded;
 mod discover;
@@ -72,20 +75,18 @@ mod recovery;
 mod rotation;
 mod schema_changes;
 mod snapshot;
-pub mod telemetry;
 mod upkeep;
 mod watermarks;
 
 /// The Fluss source connector: the wiring of the parts below, each of which owns its state.
 pub struct FlussSource {
-    config: Config,
-    table: Table,
+    /// The configuration, table, format and telemetry every step reads.
+    ctx: Context,
     /// The changelog scanner, or the need to rebuild it at `progress.current()`.
     scan: Scan,
     progress: Progress,
     buckets: Buckets,
     encoder: Box<dyn Encoder>,
-    telemetry: Telemetry,
     /// When the work between batches is due.
     upkeep: Upkeep,
     /// Where a bounded read (`stopping_offset`) stops, and how far it got.
@@ -94,11 +95,18 @@ pub struct FlussSource {
     snapshots: Snapshots,
 }
 
+/// What the client polls of one batch gathered: the records consumed and what draining them
+/// found, and the time spent encoding.
+struct Filled {
+    drained: Drained,
+    encode_time: Duration,
+}
+
 impl FlussSource {
     /// What every line about instance `id` starts with: `fluss[<id> <db.table>]`, from a
     /// configuration that may be anything (the table is left out when it cannot be read).
     pub fn log_prefix(id: u32, config_json: &str) -> String {
-        telemetry::prefix(id, crate::config::named_table(config_json).as_deref())
+        crate::telemetry::prefix(id, crate::config::named_table(config_json).as_deref())
     }
 
     /// Opens instance `id`: parses and checks `config_json` (the connector file's
@@ -112,7 +120,9 @@ impl FlussSource {
         let qualified = config.qualified_table();
         let telemetry = Telemetry::new(id, &qualified, config.verbose_logging)
             .with_metrics(open::metrics(&config)?);
-        let conn = connect::connect(&config, |error| {
+        let format = format::chosen(&config);
+        let fetch = format.fetch(&config);
+        let conn = connect::connect(&config, fetch, |error| {
             telemetry.unreachable_yet(&config.bootstrap_servers, error)
         })
         .await?;
@@ -127,8 +137,8 @@ impl FlussSource {
                 .check(&qualified, table.info.get_partition_keys())
                 .map_err(|reason| Error::PartitionFilter { reason })?;
         }
-        let encoder = open::encoder(&config, &table)?;
-        let key_order = open::runtime_json::check(&config, &table.fields, table.primary_key)?;
+        let encoder = format.encoder(&config, &table)?;
+        let key_order = format.check_columns(&config, &table.fields, table.primary_key)?;
         let (partitions, left_out) = if table.info.is_partitioned() {
             discovery::list_split(&table, config.partitions.as_ref()).await?
         } else {
@@ -157,10 +167,16 @@ impl FlussSource {
         let scanner = Scanner::build(
             &table,
             &bounded.bound().unfinished(&committed),
-            connect::readers(&config),
+            fetch.readers,
         )
         .await?;
-        let summary = open::summary(&config, &table, partitions.len(), bounded.bound().stop());
+        let summary = open::summary(
+            &config,
+            &table,
+            format.name(),
+            partitions.len(),
+            bounded.bound().stop(),
+        );
         telemetry.opened(&summary, &starts);
         if let Some(warning) = key_order {
             telemetry.warn(&warning);
@@ -193,12 +209,16 @@ impl FlussSource {
             progress,
             buckets: Buckets::new(stamper, partitions, &all_keys)?.with_filter(filter),
             encoder,
-            telemetry,
             upkeep: Upkeep::new(Instant::now()),
             bounded,
             snapshots: Snapshots::new(lease, &config.snapshot_dir),
-            config,
-            table,
+            ctx: Context {
+                config,
+                table,
+                format,
+                fetch,
+                telemetry,
+            },
         })
     }
 
@@ -206,22 +226,15 @@ impl FlussSource {
     pub async fn poll(&mut self) -> Result<ProducedMessages> {
         let produced = self.produce().await;
         if produced.is_err() {
-            self.telemetry.metrics.error(ErrorKind::Fatal);
+            self.ctx.telemetry.metrics.error(ErrorKind::Fatal);
         }
         produced
     }
 
-    /// Poll ahead where encoding costs more than holding a second batch: JSON (the next batch is
-    /// encoded while the runtime decodes the previous one's messages, on another core) and
-    /// compressed Arrow IPC (compressing is the expensive part, and its messages are small).
-    /// Not uncompressed Arrow IPC: its batches are a few large messages, cheap to encode and
-    /// decode, so a second batch of them in memory only costs page faults and peak RSS.
-    /// Measured in the stand-in runner (BENCHMARKS.md, "Through the stand-in runner").
+    /// Whether polling the next batch while the runtime sends this one pays: the payload
+    /// format's answer ([`crate::format::Format::polls_ahead`]).
     pub fn poll_ahead(&self) -> bool {
-        match self.config.payload_format {
-            PayloadFormat::Json => true,
-            PayloadFormat::ArrowIpc => self.config.arrow_ipc_compression != IpcCompression::None,
-        }
+        self.ctx.format.polls_ahead()
     }
 
     /// Commits (Ack) or rolls back (Nack) what the oldest unanswered batch staged.
@@ -230,8 +243,9 @@ impl FlussSource {
             SourceBatchResult::Ack => {
                 self.bounded.acknowledged();
                 let committed = self.progress.commit();
-                self.telemetry.acknowledged(committed.tally);
-                self.telemetry.metrics.acknowledged(
+                let telemetry = &mut self.ctx.telemetry;
+                telemetry.acknowledged(committed.tally);
+                telemetry.metrics.acknowledged(
                     committed.tally,
                     self.progress.committed(),
                     &committed.times,
@@ -240,7 +254,7 @@ impl FlussSource {
             }
             SourceBatchResult::Nack => {
                 let nacked = self.progress.rollback();
-                self.telemetry.metrics.nacked(nacked.messages);
+                self.ctx.telemetry.metrics.nacked(nacked.messages);
                 self.rewind().await
             }
         }
@@ -252,121 +266,147 @@ impl FlussSource {
         // stays, so a restart goes on with the same snapshots (or it expires).
         self.buckets.clear_all();
         self.snapshots.discard_ahead().await;
-        self.snapshots
-            .give_back_all(&self.table, &mut self.telemetry)
-            .await;
+        self.snapshots.give_back_all(&mut self.ctx).await;
         self.snapshots.remove_dir();
-        self.telemetry.closed();
+        self.ctx.telemetry.closed();
         // Unregisters this connector's metrics (and frees the port if it was the last).
-        self.telemetry.metrics = Metrics::off();
+        self.ctx.telemetry.metrics = Metrics::off();
         Ok(())
     }
 
-    /// One batch: the body of [`FlussSource::poll`].
+    /// One batch, the body of [`FlussSource::poll`]: the work between batches, the batch
+    /// filled, then handed over.
     async fn produce(&mut self) -> Result<ProducedMessages> {
         self.maintain().await?;
         if self.bounded.bound().finished(self.progress.current()) {
             return self.idle_when_finished().await;
         }
-        let deadline = Instant::now() + self.config.poll_interval;
-        let mut batch = Batch::new(self.config.batch_size, self.config.max_batch_bytes);
+        let config = &self.ctx.config;
+        let mut batch = Batch::new(config.batch_size, config.max_batch_bytes);
         let mut positions = self.progress.current().clone();
-        let mut encode_time = Duration::ZERO;
-        let mut records = 0;
+        let filled = self.fill(&mut batch, &mut positions).await?;
+        self.hand_over(batch, positions, filled).await
+    }
+
+    /// Fills `batch` until it is full or `poll_interval` passed: queued records are drained
+    /// into it, a due snapshot is taken, and the client is polled for more. `positions`
+    /// follow every record consumed.
+    async fn fill(&mut self, batch: &mut Batch, positions: &mut Positions) -> Result<Filled> {
+        let deadline = Instant::now() + self.ctx.config.poll_interval;
+        let mut filled = Filled {
+            drained: Drained::default(),
+            encode_time: Duration::ZERO,
+        };
         loop {
             let started = Instant::now();
-            records += self
+            let drained = self
                 .buckets
-                .drain(self.encoder.as_mut(), &mut batch, &mut positions)?;
-            encode_time += started.elapsed();
-            let (fetched, kept) = self.buckets.take_snapshot_rows();
-            self.telemetry.metrics.fetched(fetched, kept);
-            if self
-                .snapshots
-                .settled(&mut self.buckets, &mut self.telemetry)
-            {
-                self.scan.go_stale();
-            }
+                .drain(self.encoder.as_mut(), batch, positions)?;
+            filled.encode_time += started.elapsed();
+            self.settle(&drained);
+            filled.drained.add(drained);
             let now = Instant::now();
             if batch.is_full() || now >= deadline {
-                break;
+                return Ok(filled);
             }
-            let due = snapshot::due(&self.buckets, &positions)
+            let due = self
+                .buckets
+                .snapshot_due(positions)
                 .filter(|key| self.snapshots.may_take(*key, now));
             if let Some(key) = due {
-                self.take_snapshot(key, &mut positions).await?;
+                self.take_snapshot(key, positions).await?;
                 continue;
             }
-            let Some(scanner) = self.scan.scanner() else {
-                self.rebuild(&positions).await?;
+            if self.scan.is_stale() {
+                self.rebuild(positions).await?;
                 if self.scan.is_stale() {
                     // Still unreachable: hand over what there is and try again next poll.
                     tokio::time::sleep(RETRY_PAUSE.min(deadline - now)).await;
-                    break;
+                    return Ok(filled);
                 }
                 continue;
-            };
-            match scanner.poll(deadline - now).await {
-                Ok(records) => {
-                    if records.is_empty() {
-                        self.upkeep.nothing_arrived(now);
-                    } else {
-                        self.upkeep.not_idle();
-                        self.telemetry.recovered();
-                        let learnt = schema_changes::learn(
-                            &records,
-                            &self.table,
-                            &self.config,
-                            &self.telemetry,
-                        )
-                        .await;
-                        if let Err(error) = learnt {
-                            // The records are dropped with the scanner and read again.
-                            self.recover(error, &mut positions).await?;
-                            continue;
-                        }
-                        for (bucket, records) in records.into_records_by_buckets() {
-                            let key = BucketKey {
-                                partition: bucket.partition_id(),
-                                bucket: bucket.bucket_id(),
-                            };
-                            let mut records = records;
-                            self.bounded
-                                .bound()
-                                .trim(&key, &mut records, ScanRecord::offset);
-                            let fetched = records.len();
-                            let kept = self.buckets.queue(key, records)?;
-                            self.telemetry.metrics.fetched(fetched, kept);
-                        }
-                    }
-                }
-                Err(error) => self.recover(error, &mut positions).await?,
             }
+            self.fetch(deadline - now, positions).await?;
         }
+    }
+
+    /// What a drain found: the snapshot rows counted, the snapshots handed over noted, and the
+    /// scanner dropped when some snapshot failed (it still reads their changelog).
+    fn settle(&mut self, drained: &Drained) {
+        let (fetched, kept) = drained.snapshot_rows;
+        self.ctx.telemetry.metrics.fetched(fetched, kept);
         self.snapshots
-            .give_back(&self.table, &mut self.telemetry)
-            .await;
+            .settled(&drained.finished, &drained.failed, &mut self.ctx.telemetry);
+        if !drained.failed.is_empty() {
+            self.scan.go_stale();
+        }
+    }
+
+    /// One client poll of at most `wait`: its records queued per bucket (trimmed at a bounded
+    /// read's stop), or its failure recovered from at `positions`.
+    async fn fetch(&mut self, wait: Duration, positions: &mut Positions) -> Result<()> {
+        let Some(scanner) = self.scan.scanner() else {
+            return Ok(());
+        };
+        let polled = Instant::now();
+        let records = match scanner.poll(wait).await {
+            Ok(records) => records,
+            Err(error) => return self.recover(error, positions).await,
+        };
+        if records.is_empty() {
+            self.upkeep.nothing_arrived(polled);
+            return Ok(());
+        }
+        self.upkeep.not_idle();
+        self.ctx.telemetry.recovered();
+        if let Err(error) = schema_changes::learn(&records, &self.ctx).await {
+            // The records are dropped with the scanner and read again.
+            return self.recover(error, positions).await;
+        }
+        for (bucket, mut records) in records.into_records_by_buckets() {
+            let key = BucketKey {
+                partition: bucket.partition_id(),
+                bucket: bucket.bucket_id(),
+            };
+            self.bounded
+                .bound()
+                .trim(&key, &mut records, ScanRecord::offset);
+            let fetched = records.len();
+            let kept = self.buckets.queue(key, records)?;
+            self.ctx.telemetry.metrics.fetched(fetched, kept);
+        }
+        Ok(())
+    }
+
+    /// Hands `batch` over with its staged state: the leases of snapshots handed over given
+    /// back, finished buckets unsubscribed, `positions` staged, the messages built.
+    async fn hand_over(
+        &mut self,
+        batch: Batch,
+        positions: Positions,
+        filled: Filled,
+    ) -> Result<ProducedMessages> {
+        let Filled {
+            drained,
+            mut encode_time,
+        } = filled;
+        self.snapshots.give_back(&mut self.ctx).await;
         // Buckets this poll finished leave the scanner: it stops fetching rows that would
         // only be trimmed.
         for key in self.bounded.reached(self.progress.current(), &positions) {
             self.scan.unsubscribe(key).await;
         }
-        if self.telemetry.metrics.enabled() {
-            self.telemetry
-                .metrics
-                .snapshots(self.buckets.snapshot_phases(&positions));
+        let metrics = &self.ctx.telemetry.metrics;
+        if metrics.enabled() {
+            metrics.snapshots(self.buckets.snapshot_phases(&positions));
         }
-        let times = self.buckets.take_times();
-        let state = self.stage(
-            positions,
-            Tally {
-                messages: batch.len() as u64,
-                rows: records as u64,
-                bytes: batch.bytes() as u64,
-            },
-            times,
-        )?;
         let (count, bytes) = (batch.len(), batch.bytes());
+        let tally = Tally {
+            messages: count as u64,
+            rows: drained.records as u64,
+            bytes: bytes as u64,
+        };
+        let state = self.stage(positions, tally, drained.times)?;
         let messages = if batch.has_deferred() {
             // Compressed payloads: built on a blocking thread that fans out over the cores, so
             // the runtime's tasks and the read-ahead keep theirs meanwhile.
@@ -378,10 +418,12 @@ impl FlussSource {
             batch.into_messages()?
         };
         if count > 0 {
-            self.telemetry.batch(count, records, bytes, encode_time);
+            self.ctx
+                .telemetry
+                .batch(count, drained.records, bytes, encode_time);
         }
         Ok(ProducedMessages {
-            schema: open::batch_schema(&self.config),
+            schema: self.ctx.format.batch_schema(),
             messages,
             state,
         })
@@ -393,7 +435,7 @@ impl FlussSource {
     async fn idle_when_finished(&mut self) -> Result<ProducedMessages> {
         self.upkeep.not_idle();
         if let Some(stops) = self.bounded.finish(self.progress.committed()) {
-            self.telemetry.finished(stops);
+            self.ctx.telemetry.finished(stops);
         }
         let state = self.stage(
             self.progress.current().clone(),
@@ -401,10 +443,11 @@ impl FlussSource {
             Offsets::new(),
         )?;
         if state.is_none() {
-            tokio::time::sleep(self.config.poll_interval.max(Duration::from_millis(1))).await;
+            let pause = self.ctx.config.poll_interval.max(Duration::from_millis(1));
+            tokio::time::sleep(pause).await;
         }
         Ok(ProducedMessages {
-            schema: open::batch_schema(&self.config),
+            schema: self.ctx.format.batch_schema(),
             messages: Vec::new(),
             state,
         })
@@ -426,12 +469,12 @@ impl FlussSource {
             return Ok(None);
         }
         let scope = Scope {
-            assignment: self.config.assignment,
+            assignment: self.ctx.config.assignment,
             stop: self.bounded.bound().stop(),
         };
         let state = SavedState::encode(
-            self.table.id(),
-            &self.config.qualified_table(),
+            self.ctx.table.id(),
+            &self.ctx.config.qualified_table(),
             &self.progress.saved(&positions),
             scope,
         )?;
@@ -449,53 +492,42 @@ impl FlussSource {
                 .probe(
                     self.upkeep.watermarks(),
                     &mut self.progress,
-                    &self.table,
-                    &self.config,
                     self.buckets.partitions(),
-                    &mut self.telemetry,
+                    &mut self.ctx,
                 )
                 .await?;
         }
-        let interval = self.config.partition_discovery_interval;
-        if self.table.info.is_partitioned()
+        let interval = self.ctx.config.partition_discovery_interval;
+        if self.ctx.table.info.is_partitioned()
             && self.upkeep.discovery_due(Instant::now(), interval)
             && let Err(e) = self.discover().await
         {
-            self.telemetry.retrying("listing partitions failed", &e);
+            self.ctx.telemetry.retrying("listing partitions failed", &e);
         }
-        self.snapshots
-            .renew_lease(&self.table, &mut self.telemetry)
-            .await;
+        self.snapshots.renew_lease(&mut self.ctx).await;
         if self.upkeep.records_flow() {
             self.upkeep.watermarks().list_when_due(
                 Instant::now(),
-                &self.table,
                 self.progress.current(),
                 self.buckets.partitions(),
-                &self.telemetry.metrics,
+                &self.ctx,
             );
         }
         self.upkeep
-            .progress_line(&self.progress, &mut self.telemetry);
+            .progress_line(&self.progress, &mut self.ctx.telemetry);
         Ok(())
     }
 
     /// Subscribes new partitions from their earliest offset and forgets dropped ones.
     async fn discover(&mut self) -> Result<()> {
-        let found = discover::find(
-            &self.table,
-            &self.config,
-            self.buckets.partitions(),
-            self.bounded.bound(),
-        )
-        .await?;
+        let found =
+            discover::find(&self.ctx, self.buckets.partitions(), self.bounded.bound()).await?;
         let Some(found) = found else {
             return Ok(());
         };
         let dropped = discover::forget(
             &found.changes.dropped,
-            &self.table,
-            self.config.assignment,
+            &self.ctx,
             &mut self.buckets,
             &mut self.progress,
             &mut self.bounded,
@@ -503,48 +535,43 @@ impl FlussSource {
         )
         .await;
         self.snapshots.discard_ahead_if_gone(&self.buckets).await;
-        let (added, starts) = discover::take_on(
-            &found,
-            &self.table,
-            &self.config,
-            &mut self.buckets,
-            &mut self.progress,
-        )
-        .await?;
+        let (added, starts) =
+            discover::take_on(&found, &self.ctx, &mut self.buckets, &mut self.progress).await?;
         // A failure leaves the scanner to be rebuilt, which subscribes every bucket at its
         // committed position.
         self.scan.subscribe(&starts).await?;
         self.upkeep.watermarks().retain(self.progress.current());
-        self.telemetry.partitions(&added, &dropped);
-        self.telemetry.metrics.partitions(self.buckets.partitions());
-        self.telemetry.metrics.committed(self.progress.committed());
+        let telemetry = &mut self.ctx.telemetry;
+        telemetry.partitions(&added, &dropped);
+        telemetry.metrics.partitions(self.buckets.partitions());
+        telemetry.metrics.committed(self.progress.committed());
         Ok(())
     }
 
-    /// Takes the snapshot of `key` (see [`Snapshots::take`]) and subscribes the scanner to
-    /// the changelog where the snapshot leaves off: its records queue behind the snapshot's
-    /// rows. A stale scanner's rebuild subscribes it (see [`Buckets::reading`]).
+    /// Takes the snapshot of `key` (see [`Snapshots::take`]), queues its rows, and subscribes
+    /// the scanner to the changelog where the snapshot leaves off: its records queue behind
+    /// the snapshot's rows. A stale scanner's rebuild subscribes it (see
+    /// [`Buckets::reading`]).
     async fn take_snapshot(&mut self, key: BucketKey, positions: &mut Positions) -> Result<()> {
         let taken = self
             .snapshots
-            .take(
-                key,
-                positions,
-                &self.table,
-                &self.config,
-                &mut self.buckets,
-                &mut self.telemetry,
-            )
+            .take(key, positions, &self.buckets, &mut self.ctx)
             .await?;
-        let Some(continue_at) = taken else {
+        let Some(taken) = taken else {
             return Ok(());
         };
-        let start: Positions = [(key, Position::At(continue_at))].into_iter().collect();
+        if let Some(opened) = taken.opened {
+            self.buckets.queue_snapshot(key, opened)?;
+        }
+        let start: Positions = [(key, Position::At(taken.continue_at))]
+            .into_iter()
+            .collect();
         if let Err(error) = self.scan.subscribe(&start).await {
             if error.fault() != Fault::Retry {
                 return Err(error);
             }
-            self.telemetry
+            self.ctx
+                .telemetry
                 .retrying("subscribing to a snapshot's changelog failed", &error);
         }
         Ok(())
@@ -555,14 +582,7 @@ impl FlussSource {
     /// starts over from ours.
     async fn recover(&mut self, error: Error, positions: &mut Positions) -> Result<()> {
         self.scan
-            .recover(
-                error,
-                positions,
-                &self.table,
-                &self.config,
-                self.buckets.partitions(),
-                &mut self.telemetry,
-            )
+            .recover(error, positions, self.buckets.partitions(), &mut self.ctx)
             .await?;
         self.rebuild(positions).await
     }
@@ -576,14 +596,7 @@ impl FlussSource {
         let reading = self
             .buckets
             .reading(&self.bounded.bound().unfinished(positions));
-        self.scan
-            .rebuild(
-                &self.table,
-                &reading,
-                connect::readers(&self.config),
-                &mut self.telemetry,
-            )
-            .await
+        self.scan.rebuild(&reading, &mut self.ctx).await
     }
 
     /// Goes back to the committed positions after a Nack (if Fluss is unreachable, the next

@@ -30,15 +30,12 @@ use crate::client::discovery::PartitionNames;
 use crate::client::offsets::{self, Reset};
 use crate::client::scanner::Scanner;
 use crate::client::table::{self, Table};
-use crate::config::Config;
-use crate::error::{Error, Fault, Result, table_missing};
+use crate::context::Context;
+use crate::error::{Error, Fault, RETRY_PAUSE, Result, table_missing};
 use crate::position::progress::Progress;
 use crate::position::{BucketKey, Offsets, Position, Positions};
-use crate::source::telemetry::Telemetry;
 use crate::source::watermarks::Watermarks;
 
-/// Pause after a failed client poll before trying again.
-pub(super) const RETRY_PAUSE: Duration = Duration::from_millis(500);
 /// How long the liveness probe may take.
 const LIVENESS_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -74,22 +71,17 @@ impl Scan {
     /// Replaces the scanner with one subscribed at `reading`, dropping what it fetched. A
     /// transient failure (cluster unreachable) is logged and leaves the scan stale, to be
     /// retried on the next read instead of failing the stream.
-    pub(super) async fn rebuild(
-        &mut self,
-        table: &Table,
-        reading: &Positions,
-        readers: usize,
-        telemetry: &mut Telemetry,
-    ) -> Result<()> {
+    pub(super) async fn rebuild(&mut self, reading: &Positions, ctx: &mut Context) -> Result<()> {
         // The old scanner's read-ahead tasks end before the new one subscribes.
         self.go_stale();
-        match Scanner::build(table, reading, readers).await {
+        match Scanner::build(&ctx.table, reading, ctx.fetch.readers).await {
             Ok(scanner) => {
                 *self = Self::Reading(scanner);
                 Ok(())
             }
             Err(error) if error.fault() == Fault::Retry => {
-                telemetry.retrying("re-subscribing to the table failed", &error);
+                ctx.telemetry
+                    .retrying("re-subscribing to the table failed", &error);
                 Ok(())
             }
             Err(error) => Err(error),
@@ -129,45 +121,41 @@ impl Scan {
         &mut self,
         error: Error,
         positions: &mut Positions,
-        table: &Table,
-        config: &Config,
         partitions: &PartitionNames,
-        telemetry: &mut Telemetry,
+        ctx: &mut Context,
     ) -> Result<()> {
         // The read-ahead stops at an error, so the scanner must start over whatever happens
         // below: the caller's rebuild replaces it, an early return leaves it to the next poll.
         self.go_stale();
         match error.fault() {
             Fault::OutOfRange => {
-                if let Err(reset) =
-                    reset_out_of_range(positions, table, config, partitions, telemetry).await
-                {
+                if let Err(reset) = reset_out_of_range(positions, partitions, ctx).await {
                     if reset.fault() != Fault::Retry {
                         return Err(reset);
                     }
                     // The rebuilt scanner hits the same offset again and the reset is retried.
-                    telemetry.retrying(
+                    ctx.telemetry.retrying(
                         "looking up the log range of an out-of-range bucket failed",
                         &reset,
                     );
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
             }
-            Fault::Retry if table_dropped(table, &error).await => {
+            Fault::Retry if table_dropped(&ctx.table, &error).await => {
                 let dropped = Error::TableDropped {
-                    table: config.qualified_table(),
-                    table_id: table.id(),
+                    table: ctx.config.qualified_table(),
+                    table_id: ctx.table.id(),
                 };
-                telemetry.refused(&dropped);
+                ctx.telemetry.refused(&dropped);
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
             Fault::Retry => {
-                telemetry.retrying("reading from Fluss failed", &error);
+                ctx.telemetry.retrying("reading from Fluss failed", &error);
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
             Fault::Auth => {
-                let refused = table::not_authorized(config, error);
-                telemetry.refused(&format!(
+                let refused = table::not_authorized(&ctx.config, error);
+                ctx.telemetry.refused(&format!(
                     "{refused}; nothing is lost, the source keeps trying"
                 ));
                 tokio::time::sleep(RETRY_PAUSE).await;
@@ -192,10 +180,8 @@ impl Scan {
         &mut self,
         watermarks: &mut Watermarks,
         progress: &mut Progress,
-        table: &Table,
-        config: &Config,
         partitions: &PartitionNames,
-        telemetry: &mut Telemetry,
+        ctx: &mut Context,
     ) -> Result<()> {
         let keys = watermarks.next_slice(progress.current(), partitions);
         if keys.is_empty() {
@@ -203,7 +189,7 @@ impl Scan {
         }
         let probe = tokio::time::timeout(
             LIVENESS_TIMEOUT,
-            offsets::list(table, &keys, partitions, OffsetSpec::Latest),
+            offsets::list(&ctx.table, &keys, partitions, OffsetSpec::Latest),
         )
         .await
         .unwrap_or(Err(Error::Timeout {
@@ -213,13 +199,14 @@ impl Scan {
         let latest = match probe {
             Ok(latest) => latest,
             Err(error) => {
-                telemetry.retrying("no records and Fluss does not answer", &error);
+                ctx.telemetry
+                    .retrying("no records and Fluss does not answer", &error);
                 return Ok(());
             }
         };
-        watermarks.record(&latest, &telemetry.metrics);
-        if telemetry.faulted() {
-            telemetry.recovered();
+        watermarks.record(&latest, &ctx.telemetry.metrics);
+        if ctx.telemetry.faulted() {
+            ctx.telemetry.recovered();
             self.go_stale();
         }
         if past_end(progress.current(), &latest) {
@@ -227,17 +214,17 @@ impl Scan {
                 .iter()
                 .filter_map(|key| Some((*key, *progress.current().get(key)?)))
                 .collect();
-            match reset_out_of_range(&mut positions, table, config, partitions, telemetry).await {
+            match reset_out_of_range(&mut positions, partitions, ctx).await {
                 Ok(()) => {
                     for (key, position) in positions {
                         progress.set_committed(key, position);
                     }
-                    telemetry.metrics.committed(progress.committed());
+                    ctx.telemetry.metrics.committed(progress.committed());
                     self.go_stale();
                 }
-                Err(error) if error.fault() == Fault::Retry => {
-                    telemetry.retrying("looking up the log range of a bucket failed", &error)
-                }
+                Err(error) if error.fault() == Fault::Retry => ctx
+                    .telemetry
+                    .retrying("looking up the log range of a bucket failed", &error),
                 Err(error) => return Err(error),
             }
         }
@@ -257,11 +244,15 @@ fn past_end(positions: &Positions, latest: &Offsets) -> bool {
 /// Applies `on_offset_out_of_range` to every bucket whose position left the log.
 async fn reset_out_of_range(
     positions: &mut Positions,
-    table: &Table,
-    config: &Config,
     partitions: &PartitionNames,
-    telemetry: &Telemetry,
+    ctx: &Context,
 ) -> Result<()> {
+    let Context {
+        table,
+        config,
+        telemetry,
+        ..
+    } = ctx;
     let keys: Vec<BucketKey> = positions
         .iter()
         .filter(|(_, position)| !position.is_snapshot())

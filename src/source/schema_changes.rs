@@ -15,48 +15,22 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! Schema changes met while reading (columns added by `ADD COLUMN`): the new versions are
-//! registered, each change is logged once, and the open-time checks of the runtime's JSON
-//! re-encoding (key order, wide decimals) run again on the newest columns. The stream goes on
-//! whatever they say.
+//! Schema changes met while reading (columns added by `ADD COLUMN`): the new versions of
+//! polled batches are registered, and each change is logged once with what the format's check
+//! of the newest columns says ([`Context::schema_changed`]).
 
 use fluss::record::ScanRecords;
 
 use crate::client::schema_fetch;
-use crate::client::table::Table;
-use crate::config::Config;
+use crate::context::Context;
 use crate::error::Result;
-use crate::schemas::Change;
-use crate::source::open::runtime_json;
-use crate::source::telemetry::Telemetry;
 
 /// Registers the schema versions of polled batches written after an `ADD COLUMN`, logging
 /// each change once.
-pub(super) async fn learn(
-    records: &ScanRecords,
-    table: &Table,
-    config: &Config,
-    telemetry: &Telemetry,
-) -> Result<()> {
+pub(super) async fn learn(records: &ScanRecords, ctx: &Context) -> Result<()> {
     for records in records.records_by_buckets().values() {
-        let changes = schema_fetch::learn(table, records).await?;
-        report(&changes, table, config, telemetry);
+        let changes = schema_fetch::learn(&ctx.table, records).await?;
+        ctx.schema_changed(&changes);
     }
     Ok(())
-}
-
-/// Logs schema changes, and what the runtime-JSON checks say about the newest columns.
-pub(super) fn report(changes: &[Change], table: &Table, config: &Config, telemetry: &Telemetry) {
-    if changes.is_empty() {
-        return;
-    }
-    for change in changes {
-        telemetry.schema_changed(change);
-    }
-    let fields = &table.schemas.latest().fields;
-    match runtime_json::check(config, fields, table.primary_key) {
-        Ok(None) => {}
-        Ok(Some(warning)) => telemetry.warn(&warning),
-        Err(error) => telemetry.warn(&error.to_string()),
-    }
 }

@@ -24,8 +24,8 @@
 use std::time::{Duration, Instant};
 
 use crate::position::progress::Progress;
-use crate::source::telemetry::Telemetry;
 use crate::source::watermarks::{LISTING_INTERVAL, Watermarks};
+use crate::telemetry::Telemetry;
 
 /// fluss-rs' `poll` returns nothing, without an error, while the servers are down. After this
 /// long without records the source asks the cluster for its offsets, so an outage shows up as

@@ -29,7 +29,7 @@ use tokio::sync::oneshot::{self, error::TryRecvError};
 
 use crate::client::discovery::PartitionNames;
 use crate::client::offsets;
-use crate::client::table::Table;
+use crate::context::Context;
 use crate::metrics::Metrics;
 use crate::position::{BucketKey, Offsets, Positions};
 use crate::source::rotation::Rotation;
@@ -94,16 +94,15 @@ impl Watermarks {
     pub(super) fn list_when_due(
         &mut self,
         now: Instant,
-        table: &Table,
         reading: &Positions,
         partitions: &PartitionNames,
-        metrics: &Metrics,
+        ctx: &Context,
     ) {
         if !self.settle(now) {
             return;
         }
         let keys = self.next_slice(reading, partitions);
-        let table = table.clone();
+        let table = ctx.table.clone();
         // The names of the slice's partitions only.
         let names: PartitionNames = keys
             .iter()
@@ -112,7 +111,7 @@ impl Watermarks {
             .collect();
         // The metrics get the answer at once, not at the next poll, which may be far off
         // while the runtime is busy with the batch before.
-        let sink = metrics.sink();
+        let sink = ctx.telemetry.metrics.sink();
         let (tx, answer) = oneshot::channel();
         tokio::spawn(async move {
             if let Ok(latest) = offsets::list(&table, &keys, &names, OffsetSpec::Latest).await {

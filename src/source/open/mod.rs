@@ -16,24 +16,15 @@
 // under the License.
 
 //! Open-time wiring: the parts `open` builds from the configuration and the resolved table
-//! (the filter and its pushdown, the starting positions, the stamper, the encoder, the batch
-//! schema) and the open line's summary;
-//! [`runtime_json`]: the check of the configuration against what the runtime's handling of
-//! JSON payloads keeps (at open, and again when the table's schema changes).
-
-pub mod runtime_json;
-
-use crate::sdk::Schema;
+//! (the metrics, the filter and its pushdown, the starting positions, the stamper) and the
+//! open line's summary.
 
 use crate::client::discovery::PartitionNames;
 use crate::client::offsets;
 use crate::client::table::Table;
 use crate::config::Config;
-use crate::config::options::{Choice, HeaderSet, PayloadFormat, PayloadSchema, StartingOffset};
-use crate::encode::cdc::ChangeMessages;
-use crate::encode::ipc::{IpcMessages, Leading};
+use crate::config::options::{HeaderSet, StartingOffset};
 use crate::encode::stamp::Stamper;
-use crate::encode::{Encoder, rows::RowMessages};
 use crate::error::Result;
 use crate::filter::{Filter, pushdown};
 use crate::metrics::{Labels, Metrics};
@@ -87,20 +78,12 @@ pub(super) fn metrics(config: &Config) -> Result<Metrics> {
     Ok(Metrics::start(config.metrics_address, labels)?)
 }
 
-/// The schema batches declare: Arrow IPC is always raw bytes; JSON says what
-/// `payload_schema` asks for.
-pub(super) fn batch_schema(config: &Config) -> Schema {
-    match (config.payload_format, config.payload_schema) {
-        (PayloadFormat::ArrowIpc, _) | (PayloadFormat::Json, PayloadSchema::Raw) => Schema::Raw,
-        (PayloadFormat::Json, PayloadSchema::Json) => Schema::Json,
-    }
-}
-
-/// The INFO line's description of what `open` found, and of this instance's share of the
-/// table (`stop`: where a bounded read stops).
+/// The INFO line's description of what `open` found (`format`: the payload format's name),
+/// and of this instance's share of the table (`stop`: where a bounded read stops).
 pub(super) fn summary(
     config: &Config,
     table: &Table,
+    format: &str,
     partitions: usize,
     stop: Option<&Stop>,
 ) -> String {
@@ -120,7 +103,7 @@ pub(super) fn summary(
             String::new()
         },
         table.fields.len(),
-        config.payload_format.name(),
+        format,
         describe_filter(config, table),
         share(config, stop),
     )
@@ -180,30 +163,4 @@ pub(super) fn stamper(table: &Table, qualified: &str, headers: HeaderSet) -> Res
         return stamper.with_primary_key(table.info.get_primary_keys());
     }
     Ok(stamper)
-}
-
-/// The encoder of `payload_format` for `table`'s rows.
-pub(super) fn encoder(config: &Config, table: &Table) -> Result<Box<dyn Encoder>> {
-    Ok(if config.payload_format == PayloadFormat::ArrowIpc {
-        Box::new(IpcMessages::new(
-            Leading::of(table.primary_key, config.filter.is_some()),
-            table.schemas.clone(),
-            config.arrow_ipc_compression,
-            config.max_batch_bytes,
-        )?)
-    } else if table.primary_key {
-        Box::new(ChangeMessages::new(
-            &config.database,
-            &config.table,
-            table.schemas.clone(),
-            config.json,
-            config.changelog_format,
-        ))
-    } else {
-        Box::new(RowMessages::new(
-            table.schemas.clone(),
-            config.json,
-            config.include_metadata,
-        ))
-    })
 }

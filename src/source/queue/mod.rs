@@ -48,6 +48,7 @@ use crate::filter::Filter;
 use crate::metrics::SnapshotPhase;
 use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
 use crate::snapshot_files::Opened;
+use crate::source::snapshot::Reads;
 use snapshot_rows::{Report, Snapshot};
 
 /// One bucket: how its messages are stamped, and its records waiting to be encoded
@@ -78,17 +79,36 @@ pub struct Buckets {
     /// Buckets with records waiting, in the order they take turns: one busy bucket cannot
     /// starve the others.
     turns: VecDeque<BucketKey>,
-    /// Snapshots whose last row went into a batch since [`Buckets::take_finished`].
-    finished: Vec<Report>,
-    /// Snapshots that could not be read on, since [`Buckets::take_failed`].
-    failed: Vec<(BucketKey, Error)>,
     /// The `filter` records must pass to be queued.
     filter: Option<Filter>,
-    /// The commit timestamp of the last row of each bucket put into a batch since
-    /// [`Buckets::take_times`].
-    times: Offsets,
-    /// Snapshot rows read and rows the filter kept since [`Buckets::take_snapshot_rows`].
-    snapshot_rows: (usize, usize),
+}
+
+/// What one [`Buckets::drain`] did.
+#[derive(Default)]
+pub struct Drained {
+    /// Records consumed: put into the batch, or passed over by the filter.
+    pub records: usize,
+    /// The commit timestamp of the last row of each bucket put into the batch.
+    pub times: Offsets,
+    /// Snapshots whose last row went into the batch.
+    pub finished: Vec<Report>,
+    /// Snapshots that could not be read on: their buckets take their snapshot again, and the
+    /// scanner, which still reads their changelog, must be rebuilt.
+    pub failed: Vec<(BucketKey, Error)>,
+    /// Snapshot rows read, and those the filter kept.
+    pub snapshot_rows: (usize, usize),
+}
+
+impl Drained {
+    /// Adds what a later drain into the same batch did.
+    pub fn add(&mut self, later: Drained) {
+        self.records += later.records;
+        self.times.extend(later.times);
+        self.finished.extend(later.finished);
+        self.failed.extend(later.failed);
+        self.snapshot_rows.0 += later.snapshot_rows.0;
+        self.snapshot_rows.1 += later.snapshot_rows.1;
+    }
 }
 
 impl Buckets {
@@ -99,11 +119,7 @@ impl Buckets {
             partitions,
             entries: HashMap::with_capacity(keys.len()),
             turns: VecDeque::new(),
-            finished: Vec::new(),
-            failed: Vec::new(),
             filter: None,
-            times: Offsets::new(),
-            snapshot_rows: (0, 0),
         };
         for key in keys {
             buckets.insert(*key)?;
@@ -210,11 +226,6 @@ impl Buckets {
         Ok(())
     }
 
-    /// Snapshot rows read and rows the filter kept since the last call.
-    pub fn take_snapshot_rows(&mut self) -> (usize, usize) {
-        std::mem::take(&mut self.snapshot_rows)
-    }
-
     /// Where the snapshot of every bucket of `positions` in its snapshot phase stands.
     pub fn snapshot_phases(&self, positions: &Positions) -> BTreeMap<BucketKey, SnapshotPhase> {
         positions
@@ -237,15 +248,21 @@ impl Buckets {
             .collect()
     }
 
-    /// The commit timestamp of the last row of each bucket put into a batch since the last
-    /// call.
-    pub fn take_times(&mut self) -> Offsets {
-        std::mem::take(&mut self.times)
-    }
-
     /// Whether some bucket's snapshot is still being handed over.
     pub fn has_snapshot(&self) -> bool {
         self.entries.values().any(|e| e.snapshot.is_some())
+    }
+
+    /// The next bucket of `positions` whose snapshot is due: the first read here in its
+    /// snapshot phase, none while a snapshot is being handed over (one at a time).
+    pub fn snapshot_due(&self, positions: &Positions) -> Option<BucketKey> {
+        if self.has_snapshot() {
+            return None;
+        }
+        positions
+            .iter()
+            .find(|(key, position)| position.is_snapshot() && self.contains(**key))
+            .map(|(key, _)| *key)
     }
 
     /// The positions the changelog scanner reads: `positions`, where a bucket whose snapshot
@@ -262,17 +279,6 @@ impl Buckets {
                 Some((*key, Position::At(snapshot.continue_at())))
             })
             .collect()
-    }
-
-    /// The snapshots finished since the last call.
-    pub fn take_finished(&mut self) -> Vec<Report> {
-        std::mem::take(&mut self.finished)
-    }
-
-    /// The snapshots that failed since the last call: their buckets take their snapshot
-    /// again, and the scanner must be rebuilt (it still reads their changelog).
-    pub fn take_failed(&mut self) -> Vec<(BucketKey, Error)> {
-        std::mem::take(&mut self.failed)
     }
 
     /// Drops every waiting changelog record (the scanner is rebuilt and fetches them again);
@@ -299,14 +305,14 @@ impl Buckets {
 
     /// Moves waiting records into `batch` with `encoder` until the batch is full or nothing
     /// waits, advancing `positions` past every record consumed. Buckets take turns. Returns
-    /// how many records were consumed.
+    /// what it did; a failed encoding leaves the bucket first in line.
     pub fn drain(
         &mut self,
         encoder: &mut dyn Encoder,
         batch: &mut Batch,
         positions: &mut Positions,
-    ) -> Result<usize> {
-        let mut total = 0;
+    ) -> Result<Drained> {
+        let mut drained = Drained::default();
         for _ in 0..self.turns.len() {
             if batch.is_full() {
                 break;
@@ -329,17 +335,17 @@ impl Buckets {
                             return Err(error);
                         }
                     };
-                    total += consumed;
+                    drained.records += consumed;
                     if let Some(last) = consumed.checked_sub(1).and_then(|i| rows.get(i)) {
-                        self.times.insert(key, last.timestamp());
+                        drained.times.insert(key, last.timestamp());
                     }
                     // Before the next batch is read: the records hold the current one, which
                     // goes back to its reader when its rows are used up.
                     drop(rows);
                     snapshot.advance(consumed);
                     let (fetched, kept) = snapshot.take_counts();
-                    self.snapshot_rows.0 += fetched;
-                    self.snapshot_rows.1 += kept;
+                    drained.snapshot_rows.0 += fetched;
+                    drained.snapshot_rows.1 += kept;
                     if let Some(error) = snapshot.failure() {
                         // Its rows so far stay delivered; the bucket's snapshot is taken again
                         // (it is still in its snapshot phase) and its changelog records go.
@@ -347,7 +353,7 @@ impl Buckets {
                         entry.records = Vec::new();
                         entry.next = 0;
                         entry.end = None;
-                        self.failed.push((key, error));
+                        drained.failed.push((key, error));
                         break;
                     }
                     if let (Some(resume), Some(Position::Snapshot { floor, .. })) =
@@ -359,7 +365,7 @@ impl Buckets {
                     }
                     if snapshot.is_done() {
                         positions.insert(key, Position::At(snapshot.continue_at()));
-                        self.finished.push(snapshot.report);
+                        drained.finished.push(snapshot.report);
                         entry.snapshot = None;
                         break;
                     }
@@ -388,9 +394,9 @@ impl Buckets {
             if consumed > 0 {
                 let last = &records[consumed - 1];
                 positions.insert(key, Position::At(last.offset() + 1));
-                self.times.insert(key, last.timestamp());
+                drained.times.insert(key, last.timestamp());
                 entry.next += consumed;
-                total += consumed;
+                drained.records += consumed;
             }
             if entry.next < entry.records.len() {
                 self.turns.push_back(key);
@@ -402,7 +408,17 @@ impl Buckets {
                 }
             }
         }
-        Ok(total)
+        Ok(drained)
+    }
+}
+
+impl Reads for Buckets {
+    fn reads(&self, key: BucketKey) -> bool {
+        self.contains(key)
+    }
+
+    fn partitions(&self) -> &PartitionNames {
+        &self.partitions
     }
 }
 
@@ -494,7 +510,8 @@ mod tests {
         let mut positions = Positions::new();
         let consumed = buckets
             .drain(&mut Offsets { limit: 2 }, &mut batch, &mut positions)
-            .unwrap();
+            .unwrap()
+            .records;
         assert_eq!(consumed, 4, "one turn each, two records per turn");
         assert_eq!(payloads(batch), ["0/0", "0/1", "1/10", "1/11"]);
         assert_eq!(positions.get(&B0), Some(&Position::At(2)));
@@ -538,12 +555,14 @@ mod tests {
         let mut batch = Batch::new(100, usize::MAX);
         let consumed = buckets
             .drain(&mut Offsets { limit: 0 }, &mut batch, &mut positions)
-            .unwrap();
+            .unwrap()
+            .records;
         assert_eq!(consumed, 0);
         assert!(positions.is_empty(), "nothing consumed, nothing moves");
         let consumed = buckets
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
-            .unwrap();
+            .unwrap()
+            .records;
         assert_eq!(consumed, 3, "the records were still queued");
     }
 
@@ -590,7 +609,8 @@ mod tests {
         assert_eq!(
             buckets
                 .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
-                .unwrap(),
+                .unwrap()
+                .records,
             0
         );
         buckets.queue(B1, records(2..3)).unwrap();
@@ -616,7 +636,8 @@ mod tests {
         let mut positions = Positions::new();
         let consumed = buckets
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
-            .unwrap();
+            .unwrap()
+            .records;
         assert_eq!(consumed, 3);
         assert_eq!(payloads(batch), ["0/1", "0/5", "0/6"]);
         assert_eq!(positions.get(&B0), Some(&Position::At(7)));
@@ -681,7 +702,7 @@ mod tests {
             "the changelog is read from where the snapshot leaves off"
         );
         let mut batch = Batch::new(2, usize::MAX);
-        buckets
+        let drained = buckets
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
             .unwrap();
         assert_eq!(payloads(batch), ["0/0", "0/1"], "snapshot rows by index");
@@ -690,30 +711,67 @@ mod tests {
             Some(&Position::SNAPSHOT),
             "a partly handed over snapshot keeps the bucket pending"
         );
-        assert!(buckets.take_finished().is_empty());
+        assert!(drained.finished.is_empty());
+        assert_eq!(
+            drained.snapshot_rows,
+            (3, 3),
+            "its one read batch was read whole"
+        );
+        assert_eq!(drained.times.len(), 1);
         let mut batch = Batch::new(100, usize::MAX);
-        buckets
+        let drained = buckets
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
             .unwrap();
         assert_eq!(payloads(batch), ["1/7", "0/2"], "buckets take turns");
+        assert_eq!(drained.records, 2);
+        let finished = drained.finished;
+        assert_eq!(
+            finished.len(),
+            1,
+            "the snapshot's last row was in this batch"
+        );
+        assert_eq!(
+            (finished[0].key, finished[0].rows, finished[0].continue_at),
+            (B0, 3, 40)
+        );
         assert_eq!(
             positions.get(&B0),
             Some(&Position::At(40)),
             "the last snapshot row moves the bucket to where its changelog continues"
         );
         let mut batch = Batch::new(100, usize::MAX);
-        buckets
+        let drained = buckets
             .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
             .unwrap();
         assert_eq!(payloads(batch), ["0/40", "0/41"], "the changelog follows");
         assert_eq!(positions.get(&B0), Some(&Position::At(42)));
-        let finished = buckets.take_finished();
-        assert_eq!(finished.len(), 1);
-        assert_eq!(
-            (finished[0].key, finished[0].rows, finished[0].continue_at),
-            (B0, 3, 40)
-        );
+        assert!(drained.finished.is_empty(), "reported once");
         assert!(!buckets.has_snapshot());
+    }
+
+    #[test]
+    fn a_snapshot_is_due_for_the_first_bucket_read_in_its_snapshot_phase_one_at_a_time() {
+        let b = BucketKey::bucket;
+        let mut buckets = registry(&[b(1), b(2)]);
+        let positions = Positions::from([
+            (b(0), Position::SNAPSHOT),
+            (b(1), Position::At(5)),
+            (b(2), Position::SNAPSHOT),
+        ]);
+        assert_eq!(
+            buckets.snapshot_due(&positions),
+            Some(b(2)),
+            "bucket 0 is not read here"
+        );
+        buckets
+            .queue_snapshot(b(2), snapshot_rows::tests::opened(3, 7))
+            .unwrap();
+        assert_eq!(
+            buckets.snapshot_due(&positions),
+            None,
+            "one is being handed over"
+        );
+        assert_eq!(buckets.snapshot_due(&Positions::new()), None);
     }
 
     #[test]
@@ -740,7 +798,8 @@ mod tests {
         assert_eq!(
             buckets
                 .drain(&mut Offsets { limit: 100 }, &mut batch, &mut positions)
-                .unwrap(),
+                .unwrap()
+                .records,
             0
         );
         assert_eq!(positions, pending);

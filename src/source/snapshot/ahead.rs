@@ -42,7 +42,6 @@ use tokio::task::JoinHandle;
 
 use super::listed::Leased;
 use super::opening::Copied;
-use crate::client::kv_snapshot::credentials::SharedCredentials;
 use crate::error::{Error, Result};
 use crate::position::{BucketKey, Position, Positions};
 
@@ -96,15 +95,10 @@ impl Ahead {
         key: BucketKey,
         leased: Leased,
         started: Instant,
-        credentials: SharedCredentials,
         most: Option<u64>,
     ) {
         let (snapshot, opening) = (leased.0, leased.1.clone());
-        let task = tokio::spawn(async move {
-            opening
-                .open(key, snapshot, 0, started, &credentials, most)
-                .await
-        });
+        let task = tokio::spawn(async move { opening.open(key, snapshot, 0, started, most).await });
         self.opening.push_back(OpenAhead { key, leased, task });
     }
 

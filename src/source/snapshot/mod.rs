@@ -46,16 +46,15 @@ use crate::client::kv_snapshot::lease::Lease;
 use crate::client::kv_snapshot::local_dir::SnapshotDir;
 use crate::client::offsets;
 use crate::client::table::Table;
-use crate::config::Config;
-use crate::error::{Error, Fault, Result};
+use crate::context::Context;
+use crate::error::{Error, Fault, RETRY_PAUSE, Result};
 use crate::position::{BucketKey, Offset, Position, Positions, Resume};
 use crate::snapshot_files::Opened;
-use crate::source::queue::Buckets;
-use crate::source::recovery::RETRY_PAUSE;
-use crate::source::telemetry::Telemetry;
+use crate::source::queue::snapshot_rows::Report;
+use crate::telemetry::Telemetry;
 use ahead::{Ahead, Turn};
 use listed::{Leased, Listed};
-use opening::Opening;
+use opening::{Copied, Opening};
 
 /// The snapshot phase's state: the lease of the buckets taking their snapshot, the snapshots
 /// leased ahead of their turn, credentials for KV snapshot files on an object store (fetched
@@ -87,15 +86,22 @@ struct Backoff {
     next: Instant,
 }
 
-/// The next bucket whose snapshot is due: none while one is being handed over.
-pub(super) fn due(buckets: &Buckets, positions: &Positions) -> Option<BucketKey> {
-    if buckets.has_snapshot() {
-        return None;
-    }
-    positions
-        .iter()
-        .find(|(key, position)| position.is_snapshot() && buckets.contains(**key))
-        .map(|(key, _)| *key)
+/// The buckets the instance reads, as the snapshot phase asks about them.
+pub trait Reads {
+    /// Whether bucket `key` is read.
+    fn reads(&self, key: BucketKey) -> bool;
+    /// Partition id → name of every partition read.
+    fn partitions(&self) -> &PartitionNames;
+}
+
+/// A bucket's snapshot taken: where its changelog continues, for the scanner to subscribe,
+/// and its rows to hand over first (`None`: the bucket has no KV snapshot and is read from
+/// its changelog).
+pub struct Taken {
+    /// The offset the bucket's changelog continues at.
+    pub continue_at: Offset,
+    /// The snapshot, opened.
+    pub opened: Option<Opened>,
 }
 
 impl Snapshots {
@@ -115,34 +121,28 @@ impl Snapshots {
     }
 
     /// Renews the lease when due; a failure is logged (it is retried on the next poll).
-    pub(super) async fn renew_lease(&mut self, table: &Table, telemetry: &mut Telemetry) {
-        if let Err(e) = self.lease.renew(table).await {
-            telemetry.retrying(
+    pub(super) async fn renew_lease(&mut self, ctx: &mut Context) {
+        if let Err(e) = self.lease.renew(&ctx.table).await {
+            ctx.telemetry.retrying(
                 &format!("renewing the KV snapshot lease {} failed", self.lease.id()),
                 &e,
             );
         }
     }
 
-    /// Takes the snapshot of `key` and queues it in `buckets`; a bucket without a KV snapshot
-    /// is read from its changelog instead. Returns the offset the bucket's changelog
-    /// continues at, for the scanner to subscribe; `None` when there is none to subscribe:
-    /// `buckets` does not read `key`, or a transient failure was logged, to be retried later.
+    /// Takes the snapshot of `key`, a bucket `buckets` reads; a bucket without a KV snapshot
+    /// is read from its changelog instead. `None` when a transient failure was logged, to be
+    /// retried later.
     pub(super) async fn take(
         &mut self,
         key: BucketKey,
         positions: &mut Positions,
-        table: &Table,
-        config: &Config,
-        buckets: &mut Buckets,
-        telemetry: &mut Telemetry,
-    ) -> Result<Option<Offset>> {
-        match self
-            .try_take(key, positions, table, config, buckets, telemetry)
-            .await
-        {
+        buckets: &impl Reads,
+        ctx: &mut Context,
+    ) -> Result<Option<Taken>> {
+        match self.try_take(key, positions, buckets, ctx).await {
             Err(error) if error.fault() == Fault::Retry => {
-                failed(telemetry, key, &error);
+                failed(&mut ctx.telemetry, key, &error);
                 if needs_operator(&error) {
                     let pause = match &self.backoff {
                         Some(backoff) if backoff.key == key => (backoff.pause * 2).min(RETRY_MOST),
@@ -159,7 +159,7 @@ impl Snapshots {
             }
             result => {
                 self.backoff.take_if(|backoff| backoff.key == key);
-                result
+                result.map(Some)
             }
         }
     }
@@ -176,27 +176,22 @@ impl Snapshots {
         &mut self,
         key: BucketKey,
         positions: &mut Positions,
-        table: &Table,
-        config: &Config,
-        buckets: &mut Buckets,
-        telemetry: &mut Telemetry,
-    ) -> Result<Option<Offset>> {
-        if !buckets.contains(key) {
-            return Ok(None);
-        }
-        telemetry.snapshot_started(key);
+        buckets: &impl Reads,
+        ctx: &Context,
+    ) -> Result<Taken> {
+        ctx.telemetry.snapshot_started(key);
         // A resume goes on numbering the rows as the attempt it comes from did: one saved
         // without a filter (or before filtered rows were numbered among the kept ones) while a
         // filter is set, or the other way round, starts the snapshot over.
-        let filtered = config.filter.is_some();
+        let filtered = ctx.config.filter.is_some();
         let resume = match positions.get(&key) {
             Some(Position::Snapshot { resume, .. }) => {
                 resume.filter(|resume| resume.kept.is_some() == filtered)
             }
             _ => None,
         };
-        let continue_at = match self
-            .open_snapshot(key, resume, positions, table, config, buckets, telemetry)
+        let taken = match self
+            .open_snapshot(key, resume, positions, buckets, ctx)
             .await?
         {
             Some(mut opened) => {
@@ -218,15 +213,15 @@ impl Snapshots {
                         );
                     }
                 }
-                let continue_at = opened.continue_at;
-                buckets.queue_snapshot(key, opened)?;
-                self.open_ahead(key, positions, table, config, buckets, telemetry)
-                    .await;
-                continue_at
+                self.open_ahead(key, positions, buckets, ctx).await;
+                Taken {
+                    continue_at: opened.continue_at,
+                    opened: Some(opened),
+                }
             }
             None => {
-                let earliest = earliest(table, key, buckets.partitions()).await?;
-                telemetry.snapshot_absent(key, earliest);
+                let earliest = earliest(&ctx.table, key, buckets.partitions()).await?;
+                ctx.telemetry.snapshot_absent(key, earliest);
                 // After an attempt that handed rows over, from where its changelog continued.
                 let at = match positions.get(&key) {
                     Some(Position::Snapshot {
@@ -235,45 +230,40 @@ impl Snapshots {
                     _ => earliest,
                 };
                 positions.insert(key, Position::At(at));
-                at
+                Taken {
+                    continue_at: at,
+                    opened: None,
+                }
             }
         };
-        Ok(Some(continue_at))
+        Ok(taken)
     }
 
     /// The KV snapshot of `key` to read, leased, copied and opened, past the rows `resume`
     /// says were handed over; `None` if the bucket has none.
-    #[allow(clippy::too_many_arguments)]
     async fn open_snapshot(
         &mut self,
         key: BucketKey,
         resume: Option<Resume>,
         positions: &Positions,
-        table: &Table,
-        config: &Config,
-        buckets: &Buckets,
-        telemetry: &Telemetry,
+        buckets: &impl Reads,
+        ctx: &Context,
     ) -> Result<Option<Opened>> {
+        let (table, telemetry) = (&ctx.table, &ctx.telemetry);
         let started = Instant::now();
         // The same snapshot as the attempt `resume` comes from, while Fluss still has it.
         if let Some(resume) = resume {
             let gone = if self.lease.acquire(table, key, resume.snapshot).await? {
-                let opening = Opening::prepare(table, config, &self.dir, telemetry).await?;
-                match self
-                    .open(
-                        &opening,
-                        key,
-                        resume.snapshot,
-                        resume.rows,
-                        started,
-                        telemetry,
-                    )
-                    .await
-                {
+                let opening = Opening::prepare(ctx, &self.dir, &self.credentials).await?;
+                let copied = self
+                    .open(&opening, key, resume.snapshot, resume.rows, started)
+                    .await;
+                match copied {
                     // The lease was granted, but Fluss had already deleted the snapshot.
                     Err(error) if snapshot_not_found(&error) => true,
                     result => {
-                        return result.map(|mut opened| {
+                        return result.map(|copied| {
+                            let mut opened = copied.logged(telemetry);
                             opened.first_index = resume.kept.unwrap_or(opened.skipped);
                             Some(opened)
                         });
@@ -305,16 +295,12 @@ impl Snapshots {
                 }
             }
         }
-        let leased = self
-            .leased_latest(key, positions, table, config, buckets, telemetry)
-            .await?;
+        let leased = self.leased_latest(key, positions, buckets, ctx).await?;
         let Some((snapshot, opening)) = leased else {
             return Ok(None);
         };
-        let opened = self
-            .open(&opening, key, snapshot, 0, started, telemetry)
-            .await;
-        unanswered_if_gone(key, opened).map(Some)
+        let copied = self.open(&opening, key, snapshot, 0, started).await;
+        unanswered_if_gone(key, copied).map(|copied| Some(copied.logged(telemetry)))
     }
 
     /// The latest KV snapshot of `key`, leased, with what opening it takes; `None` while the
@@ -324,23 +310,22 @@ impl Snapshots {
         &mut self,
         key: BucketKey,
         positions: &Positions,
-        table: &Table,
-        config: &Config,
-        buckets: &Buckets,
-        telemetry: &Telemetry,
+        buckets: &impl Reads,
+        ctx: &Context,
     ) -> Result<Option<Leased>> {
+        let table = &ctx.table;
         if let Some(leased) = self.listed.take(key) {
             return Ok(Some(leased));
         }
         let group = self
             .listed
-            .group(key, positions, |other| buckets.contains(other));
+            .group(key, positions, |other| buckets.reads(other));
         let latest = listed::latest(&group, table, buckets.partitions()).await?;
         if latest.is_empty() {
             return Ok(None);
         }
         // Fetched after the listings: it knows every schema version their snapshots hold.
-        let opening = Arc::new(Opening::prepare(table, config, &self.dir, telemetry).await?);
+        let opening = Arc::new(Opening::prepare(ctx, &self.dir, &self.credentials).await?);
         let has_one = latest.iter().any(|(other, _)| *other == key);
         let leased = self.lease.acquire_all(table, &latest).await?;
         table
@@ -374,22 +359,16 @@ impl Snapshots {
         snapshot: SnapshotId,
         skip: u64,
         started: Instant,
-        telemetry: &Telemetry,
-    ) -> Result<Opened> {
-        let mut copied = opening
-            .open(key, snapshot, skip, started, &self.credentials, None)
-            .await;
+    ) -> Result<Copied> {
+        let mut copied = opening.open(key, snapshot, skip, started, None).await;
         // No room while buckets opened ahead hold their files: they give them back (and are
         // opened again at their turn), so this bucket, whose turn it is, is not kept waiting.
         if matches!(copied, Err(Error::SnapshotSpace { .. })) && !self.ahead.is_empty() {
             self.ahead.discard_unless(|_| false).await;
-            copied = opening
-                .open(key, snapshot, skip, started, &self.credentials, None)
-                .await;
+            copied = opening.open(key, snapshot, skip, started, None).await;
         }
         // Without a bound on its size it is always copied.
-        let copied = copied?.ok_or(Error::SnapshotUnanswered { key })?;
-        Ok(copied.logged(telemetry))
+        copied?.ok_or(Error::SnapshotUnanswered { key })
     }
 
     /// Opens the snapshots of the buckets due after `current` (whose snapshot was just
@@ -399,26 +378,21 @@ impl Snapshots {
         &mut self,
         current: BucketKey,
         positions: &Positions,
-        table: &Table,
-        config: &Config,
-        buckets: &Buckets,
-        telemetry: &Telemetry,
+        buckets: &impl Reads,
+        ctx: &Context,
     ) {
         while let Some(most) = self.ahead.room() {
             let Some(next) = ahead::next(current, positions, |key| {
-                buckets.contains(key) && !self.ahead.has(key)
+                buckets.reads(key) && !self.ahead.has(key)
             }) else {
                 return;
             };
             let started = Instant::now();
-            let leased = self
-                .leased_latest(next, positions, table, config, buckets, telemetry)
-                .await;
+            let leased = self.leased_latest(next, positions, buckets, ctx).await;
             let Ok(Some(leased)) = leased else {
                 return;
             };
-            self.ahead
-                .start(next, leased, started, Arc::clone(&self.credentials), most);
+            self.ahead.start(next, leased, started, most);
         }
     }
 
@@ -434,38 +408,40 @@ impl Snapshots {
 
     /// Drops the snapshots opened or leased ahead whose bucket `buckets` does not read (its
     /// partition was dropped), so their files do not wait for the next snapshot or the close.
-    pub(super) async fn discard_ahead_if_gone(&mut self, buckets: &Buckets) {
-        self.listed.retain(|key| buckets.contains(key));
-        self.ahead.discard_unless(|key| buckets.contains(key)).await;
+    pub(super) async fn discard_ahead_if_gone(&mut self, buckets: &impl Reads) {
+        self.listed.retain(|key| buckets.reads(key));
+        self.ahead.discard_unless(|key| buckets.reads(key)).await;
     }
 
-    /// After a drain: notes the snapshots handed over (given back by [`Snapshots::give_back`]),
-    /// and sends the buckets whose snapshot failed back to take it again. Returns whether some
-    /// failed: the scanner, which reads their changelog, must then be rebuilt without them.
-    pub(super) fn settled(&mut self, buckets: &mut Buckets, telemetry: &mut Telemetry) -> bool {
-        for report in buckets.take_finished() {
-            telemetry.snapshot_finished(&report);
+    /// After a drain: notes the snapshots `finished` (given back by [`Snapshots::give_back`])
+    /// and logs why the `failed` ones failed (their buckets take their snapshot again).
+    pub(super) fn settled(
+        &mut self,
+        finished: &[Report],
+        failed_now: &[(BucketKey, Error)],
+        telemetry: &mut Telemetry,
+    ) {
+        for report in finished {
+            telemetry.snapshot_finished(report);
             self.lease.handed_over(report.key);
         }
-        let failed_now = buckets.take_failed();
-        for (key, error) in &failed_now {
+        for (key, error) in failed_now {
             failed(telemetry, *key, error);
         }
-        !failed_now.is_empty()
     }
 
     /// Gives back the leases of the snapshots handed over once they are due (see
     /// [`crate::client::kv_snapshot::lease`]), in one request; a failure is logged (the lease
     /// expires by itself).
-    pub(super) async fn give_back(&mut self, table: &Table, telemetry: &mut Telemetry) {
-        let given = self.lease.give_back(table).await;
-        self.given_back(given, telemetry);
+    pub(super) async fn give_back(&mut self, ctx: &mut Context) {
+        let given = self.lease.give_back(&ctx.table).await;
+        self.given_back(given, &mut ctx.telemetry);
     }
 
     /// Gives back the leases of every snapshot handed over, due or not (at close).
-    pub(super) async fn give_back_all(&mut self, table: &Table, telemetry: &mut Telemetry) {
-        let given = self.lease.give_back_all(table).await;
-        self.given_back(given, telemetry);
+    pub(super) async fn give_back_all(&mut self, ctx: &mut Context) {
+        let given = self.lease.give_back_all(&ctx.table).await;
+        self.given_back(given, &mut ctx.telemetry);
     }
 
     fn given_back(&self, given: Result<()>, telemetry: &mut Telemetry) {
@@ -527,32 +503,4 @@ fn unanswered_if_gone<T>(key: BucketKey, opened: Result<T>) -> Result<T> {
 fn snapshot_not_found(error: &Error) -> bool {
     matches!(error, Error::Fluss { cause, .. }
         if cause.api_error() == Some(fluss::error::FlussError::KvSnapshotNotExist))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::options::HeaderSet;
-    use crate::encode::stamp::Stamper;
-    use crate::source::queue::snapshot_rows::tests::opened;
-
-    #[test]
-    fn a_snapshot_is_due_for_the_first_bucket_read_in_its_snapshot_phase_one_at_a_time() {
-        let b = BucketKey::bucket;
-        let stamper = Stamper::new(1, "db.t", HeaderSet::ALL).unwrap();
-        let mut buckets = Buckets::new(stamper, PartitionNames::new(), &[b(1), b(2)]).unwrap();
-        let positions = Positions::from([
-            (b(0), Position::SNAPSHOT),
-            (b(1), Position::At(5)),
-            (b(2), Position::SNAPSHOT),
-        ]);
-        assert_eq!(
-            due(&buckets, &positions),
-            Some(b(2)),
-            "bucket 0 is not read here"
-        );
-        buckets.queue_snapshot(b(2), opened(3, 7)).unwrap();
-        assert_eq!(due(&buckets, &positions), None, "one is being handed over");
-        assert_eq!(due(&buckets, &Positions::new()), None);
-    }
 }

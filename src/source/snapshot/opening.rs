@@ -31,21 +31,21 @@ use crate::client::kv_snapshot::files;
 use crate::client::kv_snapshot::local_dir::SnapshotDir;
 use crate::client::schema_fetch;
 use crate::client::table::Table;
-use crate::config::Config;
-use crate::config::options::PayloadFormat;
+use crate::context::Context;
 use crate::error::Result;
 use crate::position::BucketKey;
 use crate::snapshot_files::Opened;
 use crate::snapshot_files::ahead::ReadAhead;
 use crate::snapshot_files::rows::{KvRows, Layout};
-use crate::source::schema_changes;
-use crate::source::telemetry::Telemetry;
+use crate::telemetry::Telemetry;
 
 /// What opening a bucket's KV snapshot needs, with the schema versions it may hold.
 pub(super) struct Opening {
     table: Table,
     /// The connector instance's directory under `snapshot_dir`.
     dir: Arc<SnapshotDir>,
+    /// Object-store credentials for files on a remote store.
+    credentials: SharedCredentials,
     layout: Layout,
     row_type: Arc<RowType>,
     batch_rows: usize,
@@ -70,24 +70,19 @@ impl Copied {
 }
 
 impl Opening {
-    /// What opening a KV snapshot of `table` takes, for the instance whose directory is `dir`.
+    /// What opening a KV snapshot of the table takes, for the instance whose directory is
+    /// `dir`, with the instance's object-store `credentials`.
     /// The table's current schema versions are fetched first (a snapshot, listed before
     /// this, may hold rows of versions no fetched batch showed yet); their changes are logged.
     pub(super) async fn prepare(
-        table: &Table,
-        config: &Config,
+        ctx: &Context,
         dir: &Arc<SnapshotDir>,
-        telemetry: &Telemetry,
+        credentials: &SharedCredentials,
     ) -> Result<Self> {
-        // JSON: a read batch per `batch_size` messages. Arrow IPC: `batch_size` counts
-        // messages of many rows each, so read the most rows at once (one message each, or
-        // fewer rows where `max_batch_bytes` cuts it).
-        let batch_rows = match config.payload_format {
-            PayloadFormat::Json => config.batch_size.clamp(256, 16_384),
-            PayloadFormat::ArrowIpc => 16_384,
-        };
+        let table = &ctx.table;
+        let batch_rows = ctx.format.snapshot_read_rows(&ctx.config);
         let changes = schema_fetch::up_to_latest(table).await?;
-        schema_changes::report(&changes, table, config, telemetry);
+        ctx.schema_changed(&changes);
         let layout = Layout::of(table);
         let row_type = match &table.projection {
             Some(_) => RowType::new(table.fields.clone()),
@@ -96,6 +91,7 @@ impl Opening {
         Ok(Self {
             table: table.clone(),
             dir: Arc::clone(dir),
+            credentials: Arc::clone(credentials),
             layout,
             row_type: Arc::new(row_type),
             batch_rows,
@@ -111,10 +107,17 @@ impl Opening {
         snapshot: SnapshotId,
         skip: u64,
         started: Instant,
-        credentials: &SharedCredentials,
         most: Option<u64>,
     ) -> Result<Option<Copied>> {
-        let copy = files::copy(&self.table, key, snapshot, &self.dir, credentials, most).await?;
+        let copy = files::copy(
+            &self.table,
+            key,
+            snapshot,
+            &self.dir,
+            &self.credentials,
+            most,
+        )
+        .await?;
         let Some(copy) = copy else {
             return Ok(None);
         };

@@ -15,7 +15,8 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! What survives the runtime's handling of `Schema::Json` payloads, checked once at open.
+//! What survives the runtime's handling of `Schema::Json` payloads, checked at open and again
+//! when the table's schema changes.
 //!
 //! `iggy-connectors` parses every payload of a `Schema::Json` batch into a `simd_json` value
 //! tree and writes it back with `simd_json::to_vec` (apache/iggy `core/connectors/runtime/
@@ -33,7 +34,7 @@
 
 use fluss::metadata::{DataField, DataType};
 
-use crate::config::options::{ChangelogFormat, DecimalFormat, PayloadFormat, PayloadSchema};
+use crate::config::options::{ChangelogFormat, DecimalFormat};
 use crate::config::{Config, ConfigError};
 
 /// Widest object whose key order survives: halfbrown's `VEC_LIMIT_UPPER` (simd-json 0.17.3
@@ -52,10 +53,6 @@ pub fn check(
     fields: &[DataField],
     changelog: bool,
 ) -> Result<Option<String>, ConfigError> {
-    if config.payload_format != PayloadFormat::Json || config.payload_schema != PayloadSchema::Json
-    {
-        return Ok(None);
-    }
     if config.json.decimal == DecimalFormat::Number
         && let Some((column, precision, scale)) = fields
             .iter()
@@ -136,16 +133,9 @@ fn nested_rows(column: &str, data_type: &DataType, widest: &mut (String, usize))
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::test_support::config;
     use fluss::metadata::{DataTypes, RowType};
     use serde_json::json;
-
-    fn config(extra: serde_json::Value) -> Config {
-        let mut base = json!({"bootstrap_servers": "h:1", "database": "db", "table": "t"});
-        if let (serde_json::Value::Object(b), serde_json::Value::Object(e)) = (&mut base, extra) {
-            b.extend(e);
-        }
-        Config::parse(&base.to_string()).unwrap()
-    }
 
     fn ints(n: usize) -> Vec<DataField> {
         (0..n)
@@ -204,9 +194,20 @@ mod tests {
             json!({"payload_schema": "raw", "decimal_format": "number"}),
             json!({"payload_format": "arrow_ipc", "decimal_format": "number"}),
         ] {
-            assert_eq!(check(&config(extra.clone()), &ints(40), false), Ok(None));
-            assert_eq!(check(&config(extra), &decimal(38, 10), false), Ok(None));
+            let config = config(extra);
+            let format = crate::format::chosen(&config);
+            assert_eq!(format.check_columns(&config, &ints(40), false), Ok(None));
+            let decimal = decimal(38, 10);
+            assert_eq!(format.check_columns(&config, &decimal, false), Ok(None));
         }
+        let config = config(json!({}));
+        let format = crate::format::chosen(&config);
+        assert!(
+            format
+                .check_columns(&config, &ints(40), false)
+                .unwrap()
+                .is_some()
+        );
     }
 
     #[test]

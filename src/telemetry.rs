@@ -100,7 +100,7 @@ impl Telemetry {
     }
 
     /// A setting that works but not as the user likely meant, found at open: JSON payloads
-    /// whose key order the runtime will not keep (see [`crate::source::open::runtime_json`]), more
+    /// whose key order the runtime will not keep (see [`crate::format::json::runtime_json`]), more
     /// instances than buckets (see [`crate::scope::share::Assignment::oversized`]).
     pub fn warn(&self, warning: &str) {
         tracing::warn!(target: TARGET, "{}: {warning}", self.prefix);
