@@ -18,7 +18,7 @@
 //! Each key: its default, accepted values and the exact message for a bad one.
 
 use super::*;
-use crate::config::options::Header;
+use crate::config::options::{DecimalFormat, Header, TemporalFormat};
 use serde_json::json;
 
 fn parse(extra: Value) -> Result<Config, ConfigError> {
@@ -551,15 +551,15 @@ fn a_section_that_is_no_object_is_refused_in_serdes_words() {
     let refused = |json: Value| Config::parse(&json.to_string()).unwrap_err().to_string();
     assert_eq!(
         refused(json!(5)),
-        "invalid plugin_config: invalid type: integer `5`, expected struct RawConfig; see docs/configuration.md for the accepted keys"
+        "invalid plugin_config: invalid type: integer `5`, expected a [plugin_config] section; see docs/configuration.md for the accepted keys"
     );
     assert_eq!(
         refused(json!("x")),
-        "invalid plugin_config: invalid type: string \"x\", expected struct RawConfig; see docs/configuration.md for the accepted keys"
+        "invalid plugin_config: invalid type: string \"x\", expected a [plugin_config] section; see docs/configuration.md for the accepted keys"
     );
     assert_eq!(
         refused(json!(["h:1", "d", "t"])),
-        "invalid plugin_config: invalid length 3, expected struct RawConfig with 33 elements; see docs/configuration.md for the accepted keys"
+        "invalid plugin_config: invalid length 3, expected a [plugin_config] section with 33 elements; see docs/configuration.md for the accepted keys"
     );
     assert_eq!(
         refused(Value::Array(vec![Value::Null; 34])),
