@@ -38,10 +38,10 @@ use fluss::row::Datum;
 use fluss::row::encode::{RowEncoder, RowEncoderFactory};
 use fluss_testkit::kv_files::{self, Job, Op};
 use fluss_testkit::tables;
-use iggy_connector_fluss_source::client::kv_snapshot::files::LocalCopy;
 use iggy_connector_fluss_source::position::BucketKey;
-use iggy_connector_fluss_source::snapshot_files::RowBatches;
-use iggy_connector_fluss_source::snapshot_files::rows::{KvRows, Layout};
+use iggy_connector_fluss_source::snapshot::files::RowBatches;
+use iggy_connector_fluss_source::snapshot::files::rows::{KvRows, Layout};
+use iggy_connector_fluss_source::snapshot::kv::files::LocalCopy;
 
 /// The e2e bench's primary-key table.
 fn row_type() -> RowType {

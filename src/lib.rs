@@ -61,7 +61,7 @@ pub mod records;
 pub mod schemas;
 pub mod scope;
 pub mod sdk;
-pub mod snapshot_files;
+pub mod snapshot;
 pub mod source;
 pub mod state;
 pub mod telemetry;

@@ -24,17 +24,15 @@ use std::time::{Duration, Instant};
 
 use fluss::PartitionId;
 
-use crate::client::kv_snapshot::local_dir::Leftover;
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::Tally;
 use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
 use crate::schemas::Change;
-use crate::source::queue::snapshot_rows::Report;
 
 /// The target of every line: the module path this file had before the source's files moved
 /// into folders, which the runtime prints with each line (`connector_target=…`) and a
 /// `RUST_LOG` filter may name, so moving the file changes neither.
-const TARGET: &str = "iggy_connector_fluss_source::telemetry";
+pub(crate) const TARGET: &str = "iggy_connector_fluss_source::telemetry";
 
 /// How often a progress line is written.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
@@ -72,6 +70,11 @@ struct FaultStreak {
 }
 
 impl Telemetry {
+    /// What every line of this instance starts with (see [`prefix`]).
+    pub fn line_prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// Log state for plugin `id` reading `table` (`db.table`).
     pub fn new(id: u32, table: &str, verbose: bool) -> Self {
         Self {
@@ -244,78 +247,10 @@ impl Telemetry {
         );
     }
 
-    /// A directory of KV snapshot files that a run which ended without closing (a crash, a
-    /// SIGKILL) left in `snapshot_dir` was removed, or could not be.
-    pub fn snapshot_leftover(&self, leftover: &Leftover) {
-        match &leftover.removed {
-            Ok(()) => {
-                tracing::info!(target: TARGET, "{}: removed {} ({} bytes), KV snapshot files a run that ended without closing left in `snapshot_dir`",
-                    self.prefix,
-                    leftover.path.display(),
-                    leftover.bytes
-                )
-            }
-            Err(cause) => {
-                tracing::warn!(target: TARGET, "{}: cannot remove {} ({} bytes), KV snapshot files a run that ended without closing left in `snapshot_dir`: {cause}; remove it by hand",
-                    self.prefix,
-                    leftover.path.display(),
-                    leftover.bytes
-                )
-            }
-        }
-    }
-
-    /// A bucket's snapshot is being taken.
-    pub fn snapshot_started(&self, key: BucketKey) {
-        tracing::info!(target: TARGET, "{}: {key}: snapshot starts", self.prefix);
-    }
-
-    /// A bucket's KV snapshot was copied to local disk (the disk it uses until it is handed
-    /// over).
-    pub fn snapshot_copied(
-        &self,
-        key: BucketKey,
-        snapshot: i64,
-        bytes: u64,
-        dir: &std::path::Path,
-        took: Duration,
-    ) {
-        tracing::info!(target: TARGET, "{}: {key}: KV snapshot {snapshot} copied to {} ({bytes} bytes of local disk, {:.3} s)",
-            self.prefix,
-            dir.display(),
-            took.as_secs_f64()
-        );
-    }
-
-    /// A bucket's snapshot was handed over whole.
-    pub fn snapshot_finished(&self, report: &Report) {
-        tracing::info!(target: TARGET, "{}: {}: snapshot handed over: rows={} bytes={} disk_bytes={} seconds={:.3}; the changelog continues at offset {} ({})",
-            self.prefix,
-            report.key,
-            report.rows,
-            report.bytes,
-            report.disk_bytes,
-            report.started.elapsed().as_secs_f64(),
-            report.continue_at,
-            if report.exact {
-                "exact switch"
-            } else {
-                "not exact: changes since an earlier attempt come again"
-            }
-        );
-    }
-
     /// Retention removed a primary-key bucket's saved offset and `on_offset_out_of_range =
     /// "snapshot"`: the bucket is read again from its latest KV snapshot.
     pub fn snapshot_again(&self, key: BucketKey, from: Offset, start: Offset) {
         tracing::warn!(target: TARGET, "{}: {key}: offset {from} is not on the server any more (the log starts at {start}); on_offset_out_of_range = \"snapshot\": the bucket's rows are delivered again from its latest KV snapshot (a new run of snapshot events), then its changelog from that snapshot's offset",
-            self.prefix
-        );
-    }
-
-    /// A bucket has no KV snapshot yet, so it is read from its changelog.
-    pub fn snapshot_absent(&self, key: BucketKey, earliest: Offset) {
-        tracing::info!(target: TARGET, "{}: {key}: no KV snapshot yet (nothing written, or the first snapshot is not taken yet), so it is read from its changelog at its earliest offset {earliest}",
             self.prefix
         );
     }

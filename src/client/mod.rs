@@ -23,13 +23,12 @@
 //! - [`schema_fetch`]: schema versions added while the table is read, fetched as batches show
 //!   them (kept in [`crate::schemas`]);
 //! - [`offsets`]: offsets of buckets (starting, stop, log range) and the out-of-range rule;
-//! - [`discovery`]: the table's partitions, listed at open and then periodically;
-//! - [`kv_snapshot`]: a bucket's KV snapshot (`starting_offset = "full"`): found, leased and
-//!   copied to local disk, where [`crate::snapshot_files`] reads it.
+//! - [`discovery`]: the table's partitions, listed at open and then periodically.
+//!
+//! A bucket's KV snapshot is found, leased and copied by [`crate::snapshot::kv`].
 
 pub mod connect;
 pub mod discovery;
-pub mod kv_snapshot;
 pub mod offsets;
 pub mod scanner;
 pub mod schema_fetch;

@@ -22,7 +22,7 @@
 //! Each concern owns its state, in a file of its own, and is handed the other pieces it
 //! needs: [`recovery`] the scanner (or the need to rebuild it), [`upkeep`] the timers of the
 //! work between batches and the high watermarks ([`watermarks`], listed in a walk over the
-//! partitions, [`rotation`]), [`bounded`] a bounded read's stop point and end, [`snapshot`]
+//! partitions, [`rotation`]), [`bounded`] a bounded read's stop point and end, [`crate::snapshot`]
 //! the snapshot phase's lease, credentials and the bucket opened ahead, [`queue`] the buckets
 //! read and their queued records, [`Progress`] the positions. [`discover`] and
 //! [`schema_changes`] act on several of them; `FlussSource` only wires them together.
@@ -45,8 +45,6 @@ use fluss::record::ScanRecord;
 
 use crate::client::connect;
 use crate::client::discovery;
-use crate::client::kv_snapshot::lease::Lease;
-use crate::client::kv_snapshot::local_dir;
 use crate::client::scanner::Scanner;
 use crate::client::table::Table;
 use crate::config::Config;
@@ -59,10 +57,10 @@ use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
 use crate::position::{BucketKey, Offsets, Position, Positions};
 use crate::sdk::{ConnectorState, ProducedMessages, SourceBatchResult};
+use crate::snapshot::Snapshots;
 use crate::source::bounded::BoundedRead;
 use crate::source::queue::{Buckets, Drained};
 use crate::source::recovery::Scan;
-use crate::source::snapshot::Snapshots;
 use crate::source::upkeep::Upkeep;
 use crate::state::{SavedState, Scope};
 use crate::telemetry::Telemetry;
@@ -74,7 +72,6 @@ pub mod queue;
 mod recovery;
 mod rotation;
 mod schema_changes;
-mod snapshot;
 mod upkeep;
 mod watermarks;
 
@@ -197,13 +194,13 @@ impl FlussSource {
         if let Some(saved) = &saved {
             progress = progress.with_set_aside(&saved.positions, &left_out);
         }
-        if table.primary_key {
-            // Only primary-key tables copy KV snapshot files.
-            for leftover in local_dir::remove_leftovers(&config.snapshot_dir) {
-                telemetry.snapshot_leftover(&leftover);
-            }
-        }
-        let lease = Lease::new(id, table.id(), config.assignment.index);
+        let ctx = Context {
+            config,
+            table,
+            format,
+            fetch,
+            telemetry,
+        };
         Ok(Self {
             scan: Scan::Reading(scanner),
             progress,
@@ -211,14 +208,8 @@ impl FlussSource {
             encoder,
             upkeep: Upkeep::new(Instant::now()),
             bounded,
-            snapshots: Snapshots::new(lease, &config.snapshot_dir),
-            ctx: Context {
-                config,
-                table,
-                format,
-                fetch,
-                telemetry,
-            },
+            snapshots: Snapshots::open(id, &ctx),
+            ctx,
         })
     }
 

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use fluss_testkit::kv_files::{self, Job, Op};
 use fluss_testkit::seed::Rng;
-use iggy_connector_fluss_source::snapshot_files::rocks::Checkpoint;
+use iggy_connector_fluss_source::snapshot::files::rocks::Checkpoint;
 
 /// Keys and their values.
 type Rows = BTreeMap<Vec<u8>, Vec<u8>>;

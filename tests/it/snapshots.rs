@@ -1024,7 +1024,7 @@ fn modes(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u32)> {
 
 #[test]
 fn snapshot_files_are_private_gone_with_their_bucket_and_leftovers_go_at_the_next_open() {
-    use iggy_connector_fluss_source::client::kv_snapshot::local_dir::SnapshotDir;
+    use iggy_connector_fluss_source::snapshot::kv::local_dir::SnapshotDir;
     // 3000 rows per bucket: many more than the reader holds ahead (3 batches of 256), so
     // the first bucket's files are still on disk after the first batch.
     const KEYS: i64 = 6000;

@@ -19,8 +19,8 @@
 //! id and headers) and the records fetched from it but not yet handed over. Discovery adds
 //! and removes whole partitions here; [`Buckets::drain`] moves queued records into a batch.
 //!
-//! A bucket in its snapshot phase (`starting_offset = "full"`) queues its [`Snapshot`] ahead
-//! of its changelog records, filtered and stamped here like them ([`snapshot_rows`]): the
+//! A bucket in its snapshot phase (`starting_offset = "full"`) queues its snapshot ([`HandOver`]) ahead
+//! of its changelog records, filtered and stamped here like them ([`crate::snapshot::hand_over`]): the
 //! snapshot's rows are handed over first, and when the last of them is in a batch the
 //! bucket's position becomes the offset its changelog continues at.
 //!
@@ -31,8 +31,6 @@
 //!
 //! Nothing here touches the network, so queueing and draining are tested on their own.
 //! Those tests sit next to it, in this file.
-
-pub mod snapshot_rows;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -47,15 +45,15 @@ use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::metrics::SnapshotPhase;
 use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
-use crate::snapshot_files::Opened;
-use crate::source::snapshot::Reads;
-use snapshot_rows::{Report, Snapshot};
+use crate::snapshot::Reads;
+use crate::snapshot::files::Opened;
+use crate::snapshot::hand_over::{HandOver, Report};
 
 /// One bucket: how its messages are stamped, and its records waiting to be encoded
 /// (`records[next..]`, in offset order).
 struct Entry {
     stamp: BucketStamp,
-    snapshot: Option<Snapshot>,
+    snapshot: Option<HandOver>,
     records: Vec<ScanRecord>,
     next: usize,
     /// The offset after the last record polled, filtered out or not: the bucket's position
@@ -218,7 +216,7 @@ impl Buckets {
         let Some(entry) = self.entries.get_mut(&key) else {
             return Ok(());
         };
-        let snapshot = Snapshot::new(&entry.stamp, opened, self.filter.clone())?;
+        let snapshot = HandOver::new(&entry.stamp, opened, self.filter.clone())?;
         if !entry.is_waiting() {
             self.turns.push_back(key);
         }
@@ -687,7 +685,7 @@ mod tests {
         let mut buckets = registry(&[B0, B1]);
         buckets.queue(B0, records(40..42)).unwrap();
         buckets
-            .queue_snapshot(B0, snapshot_rows::tests::opened(3, 40))
+            .queue_snapshot(B0, crate::snapshot::hand_over::tests::opened(3, 40))
             .unwrap();
         buckets.queue(B1, records(7..8)).unwrap();
         assert!(buckets.has_snapshot());
@@ -764,7 +762,7 @@ mod tests {
             "bucket 0 is not read here"
         );
         buckets
-            .queue_snapshot(b(2), snapshot_rows::tests::opened(3, 7))
+            .queue_snapshot(b(2), crate::snapshot::hand_over::tests::opened(3, 7))
             .unwrap();
         assert_eq!(
             buckets.snapshot_due(&positions),
@@ -778,7 +776,7 @@ mod tests {
     fn a_nack_drops_snapshots_but_a_rebuild_keeps_them() {
         let mut buckets = registry(&[B0]);
         buckets
-            .queue_snapshot(B0, snapshot_rows::tests::opened(3, 40))
+            .queue_snapshot(B0, crate::snapshot::hand_over::tests::opened(3, 40))
             .unwrap();
         buckets.queue(B0, records(40..41)).unwrap();
         buckets.clear_queued();

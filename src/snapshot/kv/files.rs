@@ -35,11 +35,11 @@ use fluss::SnapshotId;
 use fluss::io::{FileIO, FileRead};
 
 use crate::client::connect::{CALL_TIMEOUT, call};
-use crate::client::kv_snapshot::credentials::{SharedCredentials, needs_credentials};
-use crate::client::kv_snapshot::local_dir::{self, SnapshotDir};
 use crate::client::table::Table;
 use crate::error::{Error, Result};
 use crate::position::{BucketKey, Offset};
+use crate::snapshot::kv::credentials::{SharedCredentials, needs_credentials};
+use crate::snapshot::kv::local_dir::{self, SnapshotDir};
 
 /// Bytes read from remote storage per request (held in memory while written to disk).
 const CHUNK: u64 = 1 << 20;

@@ -16,19 +16,19 @@
 // under the License.
 
 //! A bucket's KV snapshot read from its local copy (made by
-//! [`crate::client::kv_snapshot::files`]): no request to the cluster, only the RocksDB
+//! [`crate::snapshot::kv::files`]): no request to the cluster, only the RocksDB
 //! checkpoint's files on local disk, decoded into Arrow batches of the scanned columns.
 //!
 //! - [`rocks`]: the checkpoint's files read in key order, without RocksDB (a leaf);
 //! - [`rows`]: its values decoded into Arrow batches by schema id;
 //! - [`compacted`]: values of the common column types decoded straight into Arrow;
 //! - [`versions`]: rows of each schema version shown in the newest (the other types);
-//! - [`ahead`]: the batches of [`rows`] read on a thread of their own, a bounded number ahead;
+//! - [`read_ahead`]: the batches of [`rows`] read on a thread of their own, a bounded number ahead;
 //! - [`opened`]: a bucket's snapshot opened for reading, and where its changelog continues.
 
-pub mod ahead;
 pub mod compacted;
 pub mod opened;
+pub mod read_ahead;
 pub mod rocks;
 pub mod rows;
 pub mod versions;
@@ -54,7 +54,7 @@ pub trait RowBatches: Send + Sync {
     }
 
     /// Takes back a batch it handed out, once nothing reads it any more: a reader on a thread
-    /// of its own ([`ahead::ReadAhead`]) frees it there. By default it is dropped here.
+    /// of its own ([`read_ahead::ReadAhead`]) frees it there. By default it is dropped here.
     fn give_back(&mut self, batch: Arc<RecordBatch>) {
         drop(batch);
     }

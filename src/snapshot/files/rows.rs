@@ -31,10 +31,10 @@ use super::RowBatches;
 use super::compacted::{Direct, Refused};
 use super::rocks::{self, Checkpoint};
 use super::versions::Versions;
-use crate::client::kv_snapshot::files::LocalCopy;
 use crate::client::table::Table;
 use crate::error::{Error, Result};
 use crate::position::BucketKey;
+use crate::snapshot::kv::files::LocalCopy;
 
 /// Bytes of the schema id in front of every value.
 const SCHEMA_ID_BYTES: usize = 2;

@@ -29,8 +29,8 @@
 //!   copies, private to the process's user, and the leftovers of runs that ended without
 //!   closing.
 //!
-//! Those local files are read by [`crate::snapshot_files`], which sends no request; a bucket's
-//! snapshot opened for reading is a [`crate::snapshot_files::Opened`].
+//! Those local files are read by [`crate::snapshot::files`], which sends no request; a bucket's
+//! snapshot opened for reading is a [`crate::snapshot::files::Opened`].
 
 pub mod credentials;
 pub mod files;

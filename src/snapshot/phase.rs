@@ -16,9 +16,10 @@
 // under the License.
 
 //! Taking bucket snapshots (`starting_offset = "full"`) while polling, from the buckets' KV
-//! snapshot files (see [`crate::client::kv_snapshot`]): handed over one bucket at a time (the
-//! next one opened meanwhile, [`ahead`]), read a bounded batch at a time on a thread of its
-//! own ([`crate::snapshot_files::ahead::ReadAhead`]) while the previous batch is encoded. A
+//! snapshot files (see [`crate::snapshot::kv`]): handed over one bucket at a time (the
+//! next one opened meanwhile, [`super::opened_ahead`]), read a bounded batch at a time on a
+//! thread of its own ([`crate::snapshot::files::read_ahead::ReadAhead`]) while the previous
+//! batch is encoded. A
 //! bucket's position stays [`Position::Snapshot`] until the last of its snapshot's rows is in
 //! a batch; a Nack or a restart before that batch is acknowledged goes on after the rows
 //! acknowledged, in the same snapshot. A bucket without a KV snapshot yet (nothing written to
@@ -26,14 +27,9 @@
 //! which then still holds every change.
 //!
 //! [`Snapshots`] owns what the snapshot phase holds between polls: the KV snapshot lease, the
-//! object-store credentials and the bucket opened ahead. The buckets' rows are queued in
-//! [`Buckets`]; the changelog each snapshot leaves off at is subscribed by the caller.
+//! object-store credentials and the bucket opened ahead. A snapshot taken ([`Taken`]) goes to
+//! the caller, which queues its rows and subscribes the changelog where it leaves off.
 
-mod ahead;
-mod listed;
-mod opening;
-
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,26 +37,26 @@ use fluss::SnapshotId;
 use fluss::rpc::message::OffsetSpec;
 
 use crate::client::discovery::PartitionNames;
-use crate::client::kv_snapshot::credentials::SharedCredentials;
-use crate::client::kv_snapshot::lease::Lease;
-use crate::client::kv_snapshot::local_dir::SnapshotDir;
 use crate::client::offsets;
 use crate::client::table::Table;
 use crate::context::Context;
 use crate::error::{Error, Fault, RETRY_PAUSE, Result};
 use crate::position::{BucketKey, Offset, Position, Positions, Resume};
-use crate::snapshot_files::Opened;
-use crate::source::queue::snapshot_rows::Report;
+use crate::snapshot::files::Opened;
+use crate::snapshot::hand_over::Report;
+use crate::snapshot::kv::credentials::SharedCredentials;
+use crate::snapshot::kv::lease::Lease;
+use crate::snapshot::kv::local_dir::{self, SnapshotDir};
+use crate::snapshot::listed::{self, Leased, Listed};
+use crate::snapshot::opened_ahead::{self, Ahead, Turn};
+use crate::snapshot::opening::{Copied, Opening};
 use crate::telemetry::Telemetry;
-use ahead::{Ahead, Turn};
-use listed::{Leased, Listed};
-use opening::{Copied, Opening};
 
 /// The snapshot phase's state: the lease of the buckets taking their snapshot, the snapshots
 /// leased ahead of their turn, credentials for KV snapshot files on an object store (fetched
 /// on first need), and the next bucket's snapshot, opened while the one before it is handed
 /// over.
-pub(super) struct Snapshots {
+pub struct Snapshots {
     /// The bucket whose snapshot failed for a cause the operator fixes, and when it is tried
     /// again.
     backoff: Option<Backoff>,
@@ -105,14 +101,24 @@ pub struct Taken {
 }
 
 impl Snapshots {
-    /// Nothing taken yet, under `lease`; the snapshots' files go to `snapshot_dir`, into a
-    /// directory named after the lease and this process: the lease's id is unique in its
-    /// cluster, but runtimes reading several clusters share a host (and a `snapshot_dir`).
-    pub(super) fn new(lease: Lease, snapshot_dir: &Path) -> Self {
+    /// Nothing taken yet for instance `id`. The snapshots' files go to `snapshot_dir`, into a
+    /// directory named after the instance's lease and this process: the lease's id is unique
+    /// in its cluster, but runtimes reading several clusters share a host (and a
+    /// `snapshot_dir`). A primary-key table's instance first removes (or reports) what runs
+    /// that ended without closing left there.
+    pub fn open(id: u32, ctx: &Context) -> Self {
+        let (table, config) = (&ctx.table, &ctx.config);
+        if table.primary_key {
+            // Only primary-key tables copy KV snapshot files.
+            for leftover in local_dir::remove_leftovers(&config.snapshot_dir) {
+                ctx.telemetry.snapshot_leftover(&leftover);
+            }
+        }
+        let lease = Lease::new(id, table.id(), config.assignment.index);
         let name = format!("{}-{}", lease.id(), std::process::id());
         Self {
             backoff: None,
-            dir: Arc::new(SnapshotDir::new(snapshot_dir, &name)),
+            dir: Arc::new(SnapshotDir::new(&config.snapshot_dir, &name)),
             lease,
             listed: Listed::default(),
             credentials: SharedCredentials::default(),
@@ -121,7 +127,7 @@ impl Snapshots {
     }
 
     /// Renews the lease when due; a failure is logged (it is retried on the next poll).
-    pub(super) async fn renew_lease(&mut self, ctx: &mut Context) {
+    pub async fn renew_lease(&mut self, ctx: &mut Context) {
         if let Err(e) = self.lease.renew(&ctx.table).await {
             ctx.telemetry.retrying(
                 &format!("renewing the KV snapshot lease {} failed", self.lease.id()),
@@ -133,7 +139,7 @@ impl Snapshots {
     /// Takes the snapshot of `key`, a bucket `buckets` reads; a bucket without a KV snapshot
     /// is read from its changelog instead. `None` when a transient failure was logged, to be
     /// retried later.
-    pub(super) async fn take(
+    pub async fn take(
         &mut self,
         key: BucketKey,
         positions: &mut Positions,
@@ -166,7 +172,7 @@ impl Snapshots {
 
     /// Whether `key`'s snapshot may be tried now: not while its pause after failures in a
     /// row lasts.
-    pub(super) fn may_take(&self, key: BucketKey, now: Instant) -> bool {
+    pub fn may_take(&self, key: BucketKey, now: Instant) -> bool {
         self.backoff
             .as_ref()
             .is_none_or(|backoff| backoff.key != key || now >= backoff.next)
@@ -256,7 +262,7 @@ impl Snapshots {
             let gone = if self.lease.acquire(table, key, resume.snapshot).await? {
                 let opening = Opening::prepare(ctx, &self.dir, &self.credentials).await?;
                 let copied = self
-                    .open(&opening, key, resume.snapshot, resume.rows, started)
+                    .copy(&opening, key, resume.snapshot, resume.rows, started)
                     .await;
                 match copied {
                     // The lease was granted, but Fluss had already deleted the snapshot.
@@ -299,7 +305,7 @@ impl Snapshots {
         let Some((snapshot, opening)) = leased else {
             return Ok(None);
         };
-        let copied = self.open(&opening, key, snapshot, 0, started).await;
+        let copied = self.copy(&opening, key, snapshot, 0, started).await;
         unanswered_if_gone(key, copied).map(|copied| Some(copied.logged(telemetry)))
     }
 
@@ -352,7 +358,7 @@ impl Snapshots {
     }
 
     /// Copies KV snapshot `snapshot` of `key` (leased) and opens it past its first `skip` rows.
-    async fn open(
+    async fn copy(
         &mut self,
         opening: &Opening,
         key: BucketKey,
@@ -382,7 +388,7 @@ impl Snapshots {
         ctx: &Context,
     ) {
         while let Some(most) = self.ahead.room() {
-            let Some(next) = ahead::next(current, positions, |key| {
+            let Some(next) = opened_ahead::next(current, positions, |key| {
                 buckets.reads(key) && !self.ahead.has(key)
             }) else {
                 return;
@@ -397,25 +403,25 @@ impl Snapshots {
     }
 
     /// Drops the snapshots opened ahead (a Nack, the close).
-    pub(super) async fn discard_ahead(&mut self) {
+    pub async fn discard_ahead(&mut self) {
         self.ahead.discard_unless(|_| false).await;
     }
 
     /// Removes the instance's directory under `snapshot_dir` (the close).
-    pub(super) fn remove_dir(&self) {
+    pub fn remove_dir(&self) {
         self.dir.remove();
     }
 
     /// Drops the snapshots opened or leased ahead whose bucket `buckets` does not read (its
     /// partition was dropped), so their files do not wait for the next snapshot or the close.
-    pub(super) async fn discard_ahead_if_gone(&mut self, buckets: &impl Reads) {
+    pub async fn discard_ahead_if_gone(&mut self, buckets: &impl Reads) {
         self.listed.retain(|key| buckets.reads(key));
         self.ahead.discard_unless(|key| buckets.reads(key)).await;
     }
 
     /// After a drain: notes the snapshots `finished` (given back by [`Snapshots::give_back`])
     /// and logs why the `failed` ones failed (their buckets take their snapshot again).
-    pub(super) fn settled(
+    pub fn settled(
         &mut self,
         finished: &[Report],
         failed_now: &[(BucketKey, Error)],
@@ -431,15 +437,15 @@ impl Snapshots {
     }
 
     /// Gives back the leases of the snapshots handed over once they are due (see
-    /// [`crate::client::kv_snapshot::lease`]), in one request; a failure is logged (the lease
+    /// [`crate::snapshot::kv::lease`]), in one request; a failure is logged (the lease
     /// expires by itself).
-    pub(super) async fn give_back(&mut self, ctx: &mut Context) {
+    pub async fn give_back(&mut self, ctx: &mut Context) {
         let given = self.lease.give_back(&ctx.table).await;
         self.given_back(given, &mut ctx.telemetry);
     }
 
     /// Gives back the leases of every snapshot handed over, due or not (at close).
-    pub(super) async fn give_back_all(&mut self, ctx: &mut Context) {
+    pub async fn give_back_all(&mut self, ctx: &mut Context) {
         let given = self.lease.give_back_all(&ctx.table).await;
         self.given_back(given, &mut ctx.telemetry);
     }

@@ -32,15 +32,15 @@ use crate::encode::stamp::{BucketStamp, SnapshotIndex};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::position::{BucketKey, Offset, Resume};
-use crate::snapshot_files::Opened;
-use crate::snapshot_files::RowBatches;
+use crate::snapshot::files::Opened;
+use crate::snapshot::files::RowBatches;
 
 /// Rows turned into records per encoder call: records are made from the current Arrow
 /// batch as they are encoded, so only this many exist at once (about 40 bytes each).
 const CHUNK_ROWS: usize = 16_384;
 
 /// One bucket's snapshot, being handed over.
-pub struct Snapshot {
+pub struct HandOver {
     stamp: BucketStamp,
     snapshot_id: Option<SnapshotId>,
     source: Box<dyn RowBatches>,
@@ -49,9 +49,9 @@ pub struct Snapshot {
     /// Where handing over stands.
     at: Cursor,
     taken_ms: i64,
-    /// Reading the next batch failed: the snapshot cannot go on (see [`Snapshot::failure`]).
+    /// Reading the next batch failed: the snapshot cannot go on (see [`HandOver::failure`]).
     failed: Option<Error>,
-    /// Rows read and rows the filter kept since [`Snapshot::take_counts`].
+    /// Rows read and rows the filter kept since [`HandOver::take_counts`].
     counts: (usize, usize),
     /// What the end-of-snapshot line reports.
     pub report: Report,
@@ -101,7 +101,7 @@ pub struct Report {
     pub exact: bool,
 }
 
-impl Snapshot {
+impl HandOver {
     /// The rows of `opened` that `filter` keeps, stamped by `stamp` (the bucket's stamp):
     /// their ids and offsets are those of a snapshot taken at `opened.taken_at`.
     pub fn new(stamp: &BucketStamp, opened: Opened, filter: Option<Filter>) -> Result<Self> {
@@ -215,7 +215,7 @@ impl Snapshot {
 
     /// Marks `rows` more rows as handed over, reading the next batch when the current one
     /// is used up. Rows already handed over stay so when that read fails: the failure is
-    /// kept for [`Snapshot::failure`].
+    /// kept for [`HandOver::failure`].
     pub fn advance(&mut self, rows: usize) {
         let rows = rows.min(self.at.rows - self.at.next);
         self.at.next += rows;
@@ -343,12 +343,12 @@ pub(crate) mod tests {
         opened_in(rows, rows.max(1), continue_at)
     }
 
-    fn snapshot(opened: Opened) -> Snapshot {
+    fn snapshot(opened: Opened) -> HandOver {
         let stamp = Stamper::new(1, "db.t", HeaderSet::ALL)
             .unwrap()
             .bucket(BucketKey::bucket(0), None)
             .unwrap();
-        Snapshot::new(&stamp, opened, None).unwrap()
+        HandOver::new(&stamp, opened, None).unwrap()
     }
 
     #[test]
@@ -445,7 +445,7 @@ pub(crate) mod tests {
     }
 
     /// Hands `snap` over a row at a time: each row's (id, index) and the resume after it.
-    fn one_by_one(mut snap: Snapshot) -> Vec<((i64, i64), Option<Resume>)> {
+    fn one_by_one(mut snap: HandOver) -> Vec<((i64, i64), Option<Resume>)> {
         use fluss::row::DataGetters;
         let mut steps = Vec::new();
         while !snap.is_done() {
@@ -489,7 +489,7 @@ pub(crate) mod tests {
             opened
         };
         let filter = || Some(id_filter("id IN (1, 2, 5, 9)"));
-        let snap = Snapshot::new(&stamp, with_id(0, 0), filter()).unwrap();
+        let snap = HandOver::new(&stamp, with_id(0, 0), filter()).unwrap();
         assert_eq!(snap.stamp().snapshot_offset(), Some(7));
         let resume = |rows, kept| {
             Some(Resume {
@@ -509,7 +509,7 @@ pub(crate) mod tests {
             "consecutive indexes; a resume right after the last row handed over"
         );
         // A resume after row 1 (2 rows read past, 1 kept) numbers the rest as the first did.
-        let resumed = Snapshot::new(&stamp, with_id(2, 1), filter()).unwrap();
+        let resumed = HandOver::new(&stamp, with_id(2, 1), filter()).unwrap();
         assert_eq!(
             one_by_one(resumed)
                 .into_iter()
@@ -517,7 +517,7 @@ pub(crate) mod tests {
                 .collect::<Vec<_>>(),
             [(2, 1), (5, 2), (9, 3)]
         );
-        let ids = |snap: &Snapshot| {
+        let ids = |snap: &HandOver| {
             let id = snap
                 .stamp()
                 .clone()
@@ -526,8 +526,8 @@ pub(crate) mod tests {
                 .unwrap();
             id >> 126
         };
-        let unfiltered = Snapshot::new(&stamp, with_id(0, 0), None).unwrap();
-        let filtered = Snapshot::new(&stamp, with_id(0, 0), filter()).unwrap();
+        let unfiltered = HandOver::new(&stamp, with_id(0, 0), None).unwrap();
+        let filtered = HandOver::new(&stamp, with_id(0, 0), filter()).unwrap();
         assert_eq!(
             (ids(&unfiltered), ids(&filtered)),
             (0b10, 0b11),

@@ -20,7 +20,7 @@
 //! the next one's files are copied and opened (a tenth of a second for 7 MB on a quiet
 //! machine, more with a remote object store). They are listed and leased with their group
 //! ([`super::listed`]); copying and opening run on tasks of their own, whose first batches are
-//! then read on their own thread ([`crate::snapshot_files::ahead::ReadAhead`]).
+//! then read on their own thread ([`crate::snapshot::files::read_ahead::ReadAhead`]).
 //!
 //! The next bucket is opened ahead whatever its size; up to [`MOST`] in all while each of the
 //! further ones takes at most [`SMALL`] bytes (one larger is left to its turn), so
@@ -40,10 +40,10 @@ use std::time::Instant;
 
 use tokio::task::JoinHandle;
 
-use super::listed::Leased;
-use super::opening::Copied;
 use crate::error::{Error, Result};
 use crate::position::{BucketKey, Position, Positions};
+use crate::snapshot::listed::Leased;
+use crate::snapshot::opening::Copied;
 
 /// The most buckets opened ahead at a time.
 pub(super) const MOST: usize = 4;

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use super::*;
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/snapshot_files/rocks/testdata/two_levels")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/snapshot/files/rocks/testdata/two_levels")
 }
 
 /// A copy of the fixture that a test may damage.

@@ -16,7 +16,7 @@
 // under the License.
 
 //! What opening a bucket's KV snapshot takes, owned and shared by the buckets listed together
-//! ([`super::listed`]), so it can run on a task of its own ([`super::ahead`]): copying the snapshot's files into `snapshot_dir` and opening them past
+//! ([`super::listed`]), so it can run on a task of its own ([`super::opened_ahead`]): copying the snapshot's files into `snapshot_dir` and opening them past
 //! the rows an earlier attempt handed over, their first batches read on a thread of their own.
 
 use std::path::PathBuf;
@@ -26,17 +26,17 @@ use std::time::{Duration, Instant};
 use fluss::SnapshotId;
 use fluss::metadata::RowType;
 
-use crate::client::kv_snapshot::credentials::SharedCredentials;
-use crate::client::kv_snapshot::files;
-use crate::client::kv_snapshot::local_dir::SnapshotDir;
 use crate::client::schema_fetch;
 use crate::client::table::Table;
 use crate::context::Context;
 use crate::error::Result;
 use crate::position::BucketKey;
-use crate::snapshot_files::Opened;
-use crate::snapshot_files::ahead::ReadAhead;
-use crate::snapshot_files::rows::{KvRows, Layout};
+use crate::snapshot::files::Opened;
+use crate::snapshot::files::read_ahead::ReadAhead;
+use crate::snapshot::files::rows::{KvRows, Layout};
+use crate::snapshot::kv::credentials::SharedCredentials;
+use crate::snapshot::kv::files;
+use crate::snapshot::kv::local_dir::SnapshotDir;
 use crate::telemetry::Telemetry;
 
 /// What opening a bucket's KV snapshot needs, with the schema versions it may hold.

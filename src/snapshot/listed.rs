@@ -31,12 +31,12 @@ use std::sync::Arc;
 
 use fluss::SnapshotId;
 
-use super::opening::Opening;
 use crate::client::discovery::PartitionNames;
-use crate::client::kv_snapshot::latest::in_partition_of;
 use crate::client::table::Table;
 use crate::error::Result;
 use crate::position::{BucketKey, Position, Positions};
+use crate::snapshot::kv::latest::in_partition_of;
+use crate::snapshot::opening::Opening;
 
 /// The most buckets listed and leased together.
 pub(super) const GROUP: usize = 16;
