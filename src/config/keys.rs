@@ -30,7 +30,7 @@ use super::options::{
 };
 use super::sasl::{self, Secret};
 use super::values::{self, Ranged};
-use super::{endpoints, offsets, selections};
+use super::{endpoints, offset_keys, selections};
 use crate::filter::FilterText;
 use crate::scope::prune::PartitionFilter;
 use crate::scope::stop::StoppingOffset;
@@ -61,7 +61,7 @@ pub struct Keys {
     #[serde(default, deserialize_with = "values::choice")]
     pub table_type: TableType,
     /// Where buckets without saved state begin.
-    #[serde(default, deserialize_with = "offsets::starting")]
+    #[serde(default, deserialize_with = "offset_keys::starting")]
     pub starting_offset: StartingOffset,
     /// Column projection (`None` = all columns).
     #[serde(default, deserialize_with = "selections::columns")]
@@ -155,7 +155,7 @@ pub struct Keys {
     )]
     pub instance_count: usize,
     /// Where a bounded read stops (`None` = never).
-    #[serde(default, deserialize_with = "offsets::stopping")]
+    #[serde(default, deserialize_with = "offset_keys::stopping")]
     pub stopping_offset: Option<StoppingOffset>,
     /// The partitions read (`None` = all).
     #[serde(default, deserialize_with = "selections::partitions")]

@@ -38,7 +38,7 @@ use crate::scope::stop::StoppingOffset;
 
 mod endpoints;
 mod keys;
-mod offsets;
+mod offset_keys;
 pub mod options;
 mod sasl;
 mod section;

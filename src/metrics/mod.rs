@@ -40,7 +40,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use fluss::PartitionId;
 
 use crate::position::progress::Tally;
-use crate::position::{BucketKey, Offset, Offsets, Positions};
+use crate::position::{BucketKey, Offset, Offsets, Positions, Timestamps};
 
 /// What identifies one connector's series: `connector` (`metrics_connector`, else
 /// `db.table`), `instance` (`instance_index`) and `table` (`db.table`).
@@ -213,7 +213,7 @@ impl Metrics {
 
     /// The runtime acknowledged a batch that left the buckets at `committed`, whose last
     /// rows per bucket were committed at `times`.
-    pub fn acknowledged(&self, batch: Tally, committed: &Positions, times: &Offsets) {
+    pub fn acknowledged(&self, batch: Tally, committed: &Positions, times: &Timestamps) {
         let Some(f) = self.figures() else {
             return;
         };

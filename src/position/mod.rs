@@ -146,6 +146,9 @@ pub type Positions = BTreeMap<BucketKey, Position>;
 /// point keeps them.
 pub type Offsets = BTreeMap<BucketKey, Offset>;
 
+/// The commit timestamp (epoch milliseconds) of the last row of each bucket in a batch.
+pub type Timestamps = BTreeMap<BucketKey, i64>;
+
 /// Every bucket of `offsets`, read from its offset.
 pub fn at(offsets: Offsets) -> Positions {
     offsets

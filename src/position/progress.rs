@@ -26,7 +26,7 @@ use std::collections::{HashSet, VecDeque};
 
 use fluss::PartitionId;
 
-use super::{BucketKey, Offsets, Position, Positions};
+use super::{BucketKey, Position, Positions, Timestamps};
 
 /// Committed positions plus the positions staged by batches not answered yet: the one in
 /// flight and, with the SDK's poll-ahead, the one prepared behind it (oldest first).
@@ -46,7 +46,7 @@ struct Staged {
     positions: Positions,
     tally: Tally,
     /// The commit timestamp of the last row of each bucket in the batch.
-    times: Offsets,
+    times: Timestamps,
 }
 
 /// What an Ack commits.
@@ -55,7 +55,7 @@ pub struct Committed {
     /// What the batch carried.
     pub tally: Tally,
     /// The commit timestamp of the last row of each bucket in it.
-    pub times: Offsets,
+    pub times: Timestamps,
 }
 
 /// What one batch carried, counted when the runtime acknowledges it.
@@ -118,7 +118,7 @@ impl Progress {
 
     /// Records the positions reached by a batch being handed over, what it carries and the
     /// commit timestamp of its last row per bucket.
-    pub fn stage(&mut self, positions: Positions, tally: Tally, times: Offsets) {
+    pub fn stage(&mut self, positions: Positions, tally: Tally, times: Timestamps) {
         self.staged.push_back(Staged {
             positions,
             tally,
@@ -176,12 +176,12 @@ mod tests {
         let mut progress = Progress::new(positions());
         let mut next = positions();
         next.insert(BucketKey::bucket(0), Position::At(20));
-        progress.stage(next.clone(), Tally::default(), Offsets::new());
+        progress.stage(next.clone(), Tally::default(), Timestamps::new());
         assert_eq!(progress.current(), &next);
         progress.rollback();
         assert_eq!(progress.committed(), &positions());
         assert_eq!(progress.current(), &positions());
-        progress.stage(next.clone(), Tally::default(), Offsets::new());
+        progress.stage(next.clone(), Tally::default(), Timestamps::new());
         progress.commit();
         assert_eq!(progress.committed(), &next);
     }
@@ -199,8 +199,8 @@ mod tests {
             rows: 2 * messages,
             bytes: 3 * messages,
         };
-        progress.stage(at(20), tally(1), Offsets::new());
-        progress.stage(at(30), tally(2), Offsets::new());
+        progress.stage(at(20), tally(1), Timestamps::new());
+        progress.stage(at(30), tally(2), Timestamps::new());
         assert_eq!(
             progress.current(),
             &at(30),
@@ -213,7 +213,7 @@ mod tests {
         );
         assert_eq!(progress.committed(), &at(20), "an Ack commits the oldest");
         assert_eq!(progress.current(), &at(30));
-        progress.stage(at(40), tally(3), Offsets::new());
+        progress.stage(at(40), tally(3), Timestamps::new());
         progress.rollback();
         assert_eq!(progress.committed(), &at(20));
         assert_eq!(
@@ -272,8 +272,8 @@ mod tests {
     #[test]
     fn new_buckets_reach_both_committed_and_staged() {
         let mut progress = Progress::new(Positions::new());
-        progress.stage(Positions::new(), Tally::default(), Offsets::new());
-        progress.stage(Positions::new(), Tally::default(), Offsets::new());
+        progress.stage(Positions::new(), Tally::default(), Timestamps::new());
+        progress.stage(Positions::new(), Tally::default(), Timestamps::new());
         progress.set_committed(BucketKey::bucket(5), Position::At(3));
         assert_eq!(
             progress.current().get(&BucketKey::bucket(5)),

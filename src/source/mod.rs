@@ -24,7 +24,7 @@
 //! work between batches and the high watermarks ([`watermarks`], listed in a walk over the
 //! partitions, [`rotation`]), [`bounded`] a bounded read's stop point and end, [`crate::snapshot`]
 //! the snapshot phase's lease, credentials and the bucket opened ahead, [`queue`] the buckets
-//! read and their queued records, [`Progress`] the positions. [`discover`] and
+//! read and their queued records, [`Progress`] the positions. [`partition_changes`] and
 //! [`schema_changes`] act on several of them; `FlussSource` only wires them together.
 //!
 //! Delivery: `poll` gathers records from several client polls into one batch, stages the next
@@ -55,7 +55,7 @@ use crate::error::{Error, Fault, RETRY_PAUSE, Result};
 use crate::format;
 use crate::metrics::{ErrorKind, Metrics};
 use crate::position::progress::{Progress, Tally};
-use crate::position::{BucketKey, Offsets, Position, Positions};
+use crate::position::{BucketKey, Position, Positions, Timestamps};
 use crate::sdk::{ConnectorState, ProducedMessages, SourceBatchResult};
 use crate::snapshot::Snapshots;
 use crate::source::bounded::BoundedRead;
@@ -66,8 +66,8 @@ use crate::state::{SavedState, Scope};
 use crate::telemetry::Telemetry;
 
 mod bounded;
-mod discover;
 mod open;
+mod partition_changes;
 pub mod queue;
 mod recovery;
 mod rotation;
@@ -431,7 +431,7 @@ impl FlussSource {
         let state = self.stage(
             self.progress.current().clone(),
             Tally::default(),
-            Offsets::new(),
+            Timestamps::new(),
         )?;
         if state.is_none() {
             let pause = self.ctx.config.poll_interval.max(Duration::from_millis(1));
@@ -453,7 +453,7 @@ impl FlussSource {
         &mut self,
         positions: Positions,
         tally: Tally,
-        times: Offsets,
+        times: Timestamps,
     ) -> Result<Option<ConnectorState>> {
         let force = tally.messages > 0 || self.bounded.stop_due(self.progress.has_staged());
         if &positions == self.progress.current() && !force {
@@ -512,11 +512,12 @@ impl FlussSource {
     /// Subscribes new partitions from their earliest offset and forgets dropped ones.
     async fn discover(&mut self) -> Result<()> {
         let found =
-            discover::find(&self.ctx, self.buckets.partitions(), self.bounded.bound()).await?;
+            partition_changes::find(&self.ctx, self.buckets.partitions(), self.bounded.bound())
+                .await?;
         let Some(found) = found else {
             return Ok(());
         };
-        let dropped = discover::forget(
+        let dropped = partition_changes::forget(
             &found.changes.dropped,
             &self.ctx,
             &mut self.buckets,
@@ -527,7 +528,8 @@ impl FlussSource {
         .await;
         self.snapshots.discard_ahead_if_gone(&self.buckets).await;
         let (added, starts) =
-            discover::take_on(&found, &self.ctx, &mut self.buckets, &mut self.progress).await?;
+            partition_changes::take_on(&found, &self.ctx, &mut self.buckets, &mut self.progress)
+                .await?;
         // A failure leaves the scanner to be rebuilt, which subscribes every bucket at its
         // committed position.
         self.scan.subscribe(&starts).await?;

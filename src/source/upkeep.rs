@@ -19,7 +19,7 @@
 //! partition discovery, the high watermarks, and the progress line. [`Upkeep`] keeps the
 //! timers (each decision takes the time, so the rules are tested without waiting) and the
 //! known high watermarks; the work itself is the owner's of what it touches
-//! ([`super::recovery`] probes, [`super::discover`] discovers, [`Watermarks`] lists).
+//! ([`super::recovery`] probes, [`super::partition_changes`] discovers, [`Watermarks`] lists).
 
 use std::time::{Duration, Instant};
 

@@ -44,7 +44,7 @@ use crate::encode::stamp::{BucketStamp, Stamper};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::metrics::SnapshotPhase;
-use crate::position::{BucketKey, Offset, Offsets, Position, Positions};
+use crate::position::{BucketKey, Offset, Position, Positions, Timestamps};
 use crate::snapshot::Reads;
 use crate::snapshot::files::Opened;
 use crate::snapshot::hand_over::{HandOver, Report};
@@ -87,7 +87,7 @@ pub struct Drained {
     /// Records consumed: put into the batch, or passed over by the filter.
     pub records: usize,
     /// The commit timestamp of the last row of each bucket put into the batch.
-    pub times: Offsets,
+    pub times: Timestamps,
     /// Snapshots whose last row went into the batch.
     pub finished: Vec<Report>,
     /// Snapshots that could not be read on: their buckets take their snapshot again, and the

@@ -48,8 +48,8 @@ impl Serialize for Base64Value<'_> {
         if self.0.len() <= INLINE_CAPACITY {
             let mut buf = [0_u8; B64_SMALL];
             let len = encode_short(self.0, &mut buf);
-            // SAFETY: `encode_short` wrote only bytes of `B64_ALPHABET` and `=`, all ASCII.
-            let text = unsafe { std::str::from_utf8_unchecked(&buf[..len]) };
+            // `encode_short` writes only bytes of `B64_ALPHABET` and `=`, all ASCII.
+            let text = std::str::from_utf8(&buf[..len]).map_err(serde::ser::Error::custom)?;
             return serializer.serialize_str(text);
         }
         let mut buf = [0_u8; B64_STACK];
