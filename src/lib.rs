@@ -18,28 +18,37 @@
 //! Apache Fluss source connector for the Apache Iggy connectors runtime.
 //!
 //! The runtime loads this crate as a `cdylib` and drives [`FlussSource`] over the C ABI that
-//! [`connector`] exports (with [`sdk`], the only code bound to the connector SDK). It reads one Fluss table (a log table
-//! or the changelog of a primary-key table) with `fluss-rs`, turns records into Iggy messages
-//! and persists the next offset of every bucket through the runtime's state file.
+//! [`connector`] exports. It reads one Fluss table (a log table or the changelog of a
+//! primary-key table) with `fluss-rs`, turns records into Iggy messages and persists the next
+//! offset of every bucket through the runtime's state file.
 //!
-//! Modules, in the order data flows:
-//! - [`config`]: `[plugin_config]` parsed and validated key by key, with the option enums;
-//! - [`scope`]: what this instance reads: its share of the buckets, the stop point, the partitions;
-//! - [`filter`]: the `filter` language: parsed, checked, evaluated on batches, pushed down (a leaf);
+//! Modules, in the order data flows, from the connector file to the runtime:
+//! - [`config`]: `[plugin_config]`: the keys as serde reads them, and the configuration built
+//!   from them once, with the option enums;
+//! - [`scope`]: what this instance reads: its share of the buckets, the stop point, the
+//!   partitions;
+//! - [`filter`]: the `filter` language: parsed, checked, evaluated on batches, pushed down;
 //! - [`client`]: talking to Fluss: connection, table, scanners, schema versions, offsets,
-//!   discovery, and a KV snapshot found, leased and copied to local disk;
-//! - [`snapshot_files`]: a KV snapshot's local copy read with RocksDB into Arrow batches (no
-//!   request to the cluster);
-//! - [`records`]: fetched records and the Arrow batches they point into (a leaf);
-//! - [`schemas`]: the table's schema versions, found per batch by its column count (a leaf);
+//!   partitions;
+//! - [`records`]: fetched records and the Arrow batches they point into (imports nothing of
+//!   the crate);
+//! - [`schemas`]: the table's schema versions, found per batch by its column count;
+//! - [`snapshot`]: primary-key snapshots from KV snapshot files: leased, copied, read without
+//!   RocksDB, handed over a chunk at a time;
 //! - [`position`]: bucket keys, positions, and their staging until Ack;
-//! - [`state`]: positions persisted as versioned MessagePack;
-//! - [`json`]: Arrow columns to JSON values (a leaf);
+//! - [`state`]: positions persisted as versioned MessagePack with a checksum;
+//! - [`json`]: Arrow columns to JSON values;
 //! - [`encode`]: records to messages: ids and headers, JSON rows, change envelopes, Arrow IPC;
-//! - [`metrics`]: the Prometheus endpoint (`metrics_address`) and what it shows (imports only
-//!   [`position`]);
-//! - [`source`]: the `Source` implementation: wiring, the open-time checks, the snapshot phase,
-//!   the delivery queue, telemetry;
+//! - [`format`](mod@format): the payload format chosen once at open, which answers every format-specific
+//!   question (encoder, batch schema, polling ahead, fetch sizing, column checks);
+//! - [`sdk`]: the connector SDK's message types the messages are built as (imports nothing of
+//!   the crate);
+//! - [`metrics`] and [`telemetry`]: the Prometheus endpoint, and every log line;
+//! - [`context`]: what every step of reading is handed once: configuration, table, format,
+//!   telemetry;
+//! - [`source`]: [`FlussSource`]: the wiring of open, poll and the batch results;
+//! - [`connector`]: [`FlussSource`] bound to the SDK (with [`sdk`], the only code that names
+//!   it), and the runtime's C ABI;
 //! - [`error`]: the error type and the classification of fluss-rs errors.
 #![cfg_attr(
     not(test),
