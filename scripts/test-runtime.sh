@@ -40,9 +40,9 @@ build_everything
 # The Python consumer example's interpreter (the Iggy client, pyarrow), in target/venv.
 scripts/python-venv.sh >/dev/null
 # The Rust consumer example (docs/consuming.md, scripts/cargo-env.sh): its unit tests, then
-# tests/runtime/consumers.rs runs it next to the Python one. CONSUMER_RUST=0 leaves it out but
-# for its formatting (its cold build is the longest of the suite's, BENCHMARKS.md "Consumer
-# examples").
+# tests/runtime/consumers.rs runs it next to the Python one. Its build comes after the other
+# runtime tests, which need none of it. CONSUMER_RUST=0 leaves it out but for its formatting
+# (its cold build is the longest of the suite's, BENCHMARKS.md "Consumer examples").
 consumer_rust=${CONSUMER_RUST:-1}
 cargo fmt --manifest-path "$PWD/examples/consumer_rust/Cargo.toml" -- --check
 
@@ -59,30 +59,30 @@ trap 'rm -rf "$work"' EXIT
 summary=${TEST_SUMMARY:-$work/summary}
 source scripts/run-again.sh
 set +e
-# Two lanes run beside the main one, each with clusters of its own, their output after the
-# main lane's: the fault tests (tests/runtime/faults/, about 13 minutes, mostly holding a
-# fault), and the consumer examples (the Rust one's build, which takes cores while the other
-# lanes mostly wait on servers, then tests/runtime/consumers.rs). RUNTIME_LANES=1 runs every
-# test in the one lane, one test at a time.
-side_lane() {
-  local name=$1
-  shift
-  "$@" 2>&1 |
-    scripts/test-times.py --label "runtime tests ($name)" --summary "$work/$name.summary" \
-      --failed "$work/$name.failed" >"$work/$name.log"
+# The fault tests (tests/runtime/faults/, about 6 minutes, mostly holding a fault) run in a lane
+# of their own beside the others, with clusters of their own; their output follows the
+# others'. RUNTIME_LANES=1 runs them in one lane with the others, one test at a time.
+faults_lane() {
+  "${runtime_tests[@]}" -- --test-threads=1 faults:: 2>&1 |
+    scripts/test-times.py --label "runtime tests (faults)" --summary "$work/faults.summary" \
+      --failed "$work/faults.failed" >"$work/faults.log"
   local rc=${PIPESTATUS[0]}
   if [ "$rc" != 0 ]; then
-    run_failed_again "runtime tests ($name)" "$work/$name.failed" "$work/$name.log" \
-      "$work/$name.summary" >>"$work/$name.log" 2>&1
+    run_failed_again "runtime tests (faults)" "$work/faults.failed" "$work/faults.log" \
+      "$work/faults.summary" >>"$work/faults.log" 2>&1
     rc=$?
   fi
   return "$rc"
 }
-faults() {
-  "${runtime_tests[@]}" -- --test-threads=1 faults::
-}
-consumers() {
-  local rc=0
+faults_skip=(--skip faults::)
+if [ "${RUNTIME_LANES:-}" = 1 ]; then faults_skip=(); fi
+if [ ${#faults_skip[@]} -gt 0 ]; then
+  faults_lane &
+  faults_pid=$!
+fi
+{
+  rc=0
+  "${runtime_tests[@]}" -- --test-threads=1 --skip consumers:: "${faults_skip[@]}" || rc=1
   if [ "$consumer_rust" != 0 ]; then
     if build_consumer_example >&3 2>&3; then
       CARGO_TARGET_DIR=$consumer_target cargo test "${consumer_example[@]}" --no-fail-fast || rc=1
@@ -91,27 +91,6 @@ consumers() {
     fi
   fi
   "${runtime_tests[@]}" -- --test-threads=1 consumers:: || rc=1
-  return "$rc"
-}
-main_lane=(-- --test-threads=1)
-side_lanes=()
-if [ "${RUNTIME_LANES:-}" != 1 ]; then
-  main_lane+=(--skip faults:: --skip consumers::)
-  side_lanes=(faults consumers)
-fi
-side_pids=()
-for lane in "${side_lanes[@]}"; do
-  side_lane "$lane" "$lane" &
-  side_pids+=($!)
-done
-{
-  rc=0
-  if [ ${#side_lanes[@]} -eq 0 ]; then
-    "${runtime_tests[@]}" "${main_lane[@]}" --skip consumers:: || rc=1
-    consumers || rc=1
-  else
-    "${runtime_tests[@]}" "${main_lane[@]}" || rc=1
-  fi
   exit "$rc"
 } 2>&1 | scripts/test-times.py --label "runtime tests" --summary "$summary" --failed "$work/failed" |
   tee "$work/log"
@@ -123,9 +102,9 @@ if [ "$status" != 0 ]; then
   status=$?
   if [ -f "$work/again" ]; then tee -a "$summary" <"$work/again"; fi
 fi
-for i in "${!side_lanes[@]}"; do
-  wait "${side_pids[$i]}" || status=1
-  cat "$work/${side_lanes[$i]}.log"
-  cat "$work/${side_lanes[$i]}.summary" >>"$summary"
-done
+if [ -n "${faults_pid:-}" ]; then
+  wait "$faults_pid" || status=1
+  cat "$work/faults.log"
+  cat "$work/faults.summary" >>"$summary"
+fi
 exit "$status"

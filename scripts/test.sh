@@ -103,7 +103,7 @@ run_lane() {
   "$@" 2>&1 | scripts/test-times.py --label "tests ($name)" --summary "$work/$name.summary" \
     --failed "$work/$name.failed" >"$work/$name.log"
   local rc=${PIPESTATUS[0]}
-  if [ "$rc" != 0 ] && [ "${name#offline}" = "$name" ]; then
+  if [ "$rc" != 0 ] && [ "$name" != offline ]; then
     run_failed_again "tests ($name)" "$work/$name.failed" "$work/$name.log" "$work/$name.summary" \
       >>"$work/$name.log" 2>&1
     rc=$?
@@ -113,37 +113,17 @@ run_lane() {
 }
 
 status=0
-# What `cargo test -p iggy_connector_fluss_source` runs in any workspace (the upstream check), in
-# two lanes: the exactly-once properties (the longest test binary, about ten minutes of one
-# core) in a lane of their own, and the plugin's other tests beside them, then the other
-# packages (no cluster, a minute or two), then the documentation: every
+# What `cargo test -p iggy_connector_fluss_source` runs in any workspace (the upstream check),
+# then the other packages (no cluster, a minute or two), then the documentation: every
 # intra-doc link resolves, private items' included (their links to private items are what
 # documenting private items means, so only broken ones fail). cargo doc checks the dependencies
 # once for itself (metadata, no code) and keeps that in target/. This lane runs beside the
 # cluster lanes, whose tests mostly wait on servers; the documentation comes last, so that its
 # hold on cargo's build lock ends before a cluster lane's next cargo command.
-plugin=iggy_connector_fluss_source
-long_offline=exactly_once_properties
-# `--test NAME` for every test target of the plugin that `cargo test` runs, but the long one.
-plugin_tests_but_the_long_one() {
-  cargo metadata --no-deps --format-version 1 | python3 -c '
-import json, sys
-package, long = sys.argv[1], sys.argv[2]
-for p in json.load(sys.stdin)["packages"]:
-    if p["name"] == package:
-        print(" ".join("--test " + t["name"] for t in p["targets"]
-                       if "test" in t["kind"] and t["test"] and t["name"] != long))' "$plugin" "$long_offline"
-}
-offline_long() {
-  cargo test --release -p "$plugin" --no-fail-fast --test "$long_offline" -- "$threads"
-}
 offline() {
-  local rc=0 targets
-  targets=$(plugin_tests_but_the_long_one)
-  # shellcheck disable=SC2086 # one word per option
-  cargo test --release -p "$plugin" --no-fail-fast --lib $targets -- "$threads" || rc=1
-  cargo test --release -p "$plugin" --no-fail-fast --doc -- "$threads" || rc=1
-  cargo test --release --workspace --exclude "$plugin" --no-fail-fast -- "$threads" || rc=1
+  local rc=0
+  cargo test --release -p iggy_connector_fluss_source --no-fail-fast -- "$threads" || rc=1
+  cargo test --release --workspace --exclude iggy_connector_fluss_source --no-fail-fast -- "$threads" || rc=1
   RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -A rustdoc::private_intra_doc_links" \
     cargo doc --release --workspace --no-deps --document-private-items || rc=1
   return "$rc"
@@ -152,8 +132,6 @@ offline() {
 if [ "${TEST_LANES:-}" = 1 ]; then
   run_lane offline offline || status=1
   cat "$work/offline.log"
-  run_lane offline-long offline_long || status=1
-  cat "$work/offline-long.log"
   all_lanes() {
     local rc=0
     for lane in "${lanes[@]}"; do
@@ -164,11 +142,9 @@ if [ "${TEST_LANES:-}" = 1 ]; then
   run_lane cluster all_lanes || status=1
   cat "$work/cluster.log"
 else
-  echo "tests: the offline tests and the cluster suites in $((${#lanes[@]} + 2)) lanes side by side (output of each when it ends)" >&2
+  echo "tests: the offline tests and the cluster suites in $((${#lanes[@]} + 1)) lanes side by side (output of each when it ends)" >&2
   run_lane offline offline &
   lane_pids=($!)
-  run_lane offline-long offline_long &
-  lane_pids+=($!)
   for lane in "${lanes[@]}"; do
     run_lane "lane-$lane" "lane$lane" &
     lane_pids+=($!)
@@ -176,7 +152,7 @@ else
   for pid in "${lane_pids[@]}"; do
     wait "$pid" || status=1
   done
-  cat "$work/offline.log" "$work/offline-long.log"
+  cat "$work/offline.log"
   for lane in "${lanes[@]}"; do cat "$work/lane-$lane.log"; done
 fi
 
