@@ -19,7 +19,7 @@
 //! on remote storage (it would otherwise delete them once `kv.snapshot.num-retained` newer
 //! ones exist). One lease per connector instance and table, named after them, so a restart
 //! takes over the lease it held; renewed while any bucket holds part of it. Snapshots are
-//! leased a group at a time (see `source::snapshot::listed`) and given back together: the
+//! leased a group at a time (see `crate::snapshot::listed`) and given back together: the
 //! buckets handed over wait until [`GIVE_BACK_AT`] of them do, the first of them has waited
 //! [`GIVE_BACK_AFTER`], or no other snapshot is held, then go in one request (a request per
 //! poll would cost a coordinator round trip per small bucket). Closing keeps it: a restart
