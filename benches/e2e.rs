@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use fluss::metadata::TablePath;
 use fluss_testkit::fluss;
 use fluss_testkit::{Cluster, ClusterOptions, tables};
+use iggy_connector_fluss_source::snapshot::kv::local_dir::disk_bytes;
 
 /// The bare record scanner (what the plugin reads with), for locating costs; one scanner
 /// polled in a loop, with the plugin's Arrow IPC poll size (`max_batch_bytes / 320` for the
@@ -192,7 +193,7 @@ impl DiskPeak {
             move || {
                 let mut peak = 0;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    peak = peak.max(bytes_under(&dir));
+                    peak = peak.max(disk_bytes(&dir));
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 peak
@@ -205,20 +206,6 @@ impl DiskPeak {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.sampler.join().unwrap_or(0)
     }
-}
-
-fn bytes_under(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(meta) if meta.is_dir() => bytes_under(&entry.path()),
-            Ok(meta) => meta.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }
 
 fn main() {

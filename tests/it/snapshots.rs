@@ -37,6 +37,7 @@ use fluss_testkit::fluss::client::FlussConnection;
 use fluss_testkit::fluss::metadata::{TableDescriptor, TablePath};
 use fluss_testkit::fluss::rpc::message::OffsetSpec;
 use fluss_testkit::{Cluster, ClusterOptions, poll_until, tables, unique_table};
+use iggy_connector_fluss_source::snapshot::kv::local_dir::disk_bytes;
 use serde_json::{Value, json};
 
 use crate::arrow_ipc::column;
@@ -1214,21 +1215,6 @@ fn an_unwritable_snapshot_dir_is_one_error_line_and_nothing_is_skipped() {
         s.acked.is_empty(),
         "nothing is skipped: the bucket waits for its snapshot instead of reading on"
     );
-}
-
-/// The bytes of every file under `dir` (0 while it does not exist).
-fn disk_bytes(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(meta) if meta.is_dir() => disk_bytes(&entry.path()),
-            Ok(meta) => meta.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }
 
 #[test]

@@ -33,6 +33,7 @@ use fluss_testkit::iggy::Stop;
 use fluss_testkit::seed::Rng;
 use fluss_testkit::tables::{self, sample_pk_schema};
 use fluss_testkit::{Cluster, write};
+use iggy_connector_fluss_source::snapshot::kv::local_dir::disk_bytes;
 use serde_json::{Value, json};
 
 use crate::fixture::{DELIVERY, STREAM, World, connector, create_table, lines_with, rt};
@@ -139,20 +140,6 @@ fn snapshot_bytes(table: &fluss_testkit::fluss::metadata::TablePath, table_id: i
     })
 }
 
-/// The bytes of every file under `dir`.
-fn bytes_under(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(meta) if meta.is_dir() => bytes_under(&entry.path()),
-            Ok(meta) => meta.len(),
-            Err(_) => 0,
-        })
-        .sum()
-}
-
 /// The number after `label` in `line` (`… they need 123 bytes …`).
 fn number_after(line: &str, label: &str) -> u64 {
     line.split(label)
@@ -222,7 +209,7 @@ fn a_full_snapshot_dir_is_one_error_line_and_reading_resumes_once_there_is_room(
     );
     assert!(plugin_warns.is_empty(), "no WARN lines: {plugin_warns:#?}");
     assert_eq!(
-        bytes_under(&root),
+        disk_bytes(&root),
         kib * 1024 - leave,
         "nothing of a snapshot that does not fit is written"
     );
@@ -259,7 +246,7 @@ fn a_full_snapshot_dir_is_one_error_line_and_reading_resumes_once_there_is_room(
         "no panic"
     );
     assert_eq!(
-        bytes_under(&root),
+        disk_bytes(&root),
         0,
         "every snapshot file is removed, and the connector's directory at close"
     );
