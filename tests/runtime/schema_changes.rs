@@ -24,10 +24,10 @@ use std::collections::BTreeMap;
 use fluss_testkit::fluss::metadata::{DataTypes, Schema};
 use fluss_testkit::fluss::row::GenericRow;
 use fluss_testkit::iggy::Stop;
-use fluss_testkit::{Cluster, rt, tables};
+use fluss_testkit::{Cluster, rt, tables, write};
 use serde_json::json;
 
-use crate::fixture::{World, append, connector, create_table, lines_with};
+use crate::fixture::{World, connector, create_table, lines_with};
 
 const TOPIC: &str = "evolving";
 const KEY: &str = "fluss_evolving";
@@ -66,7 +66,17 @@ fn columns_added_while_the_runtime_streams_arrive_in_the_next_rows() {
         for (id, (_, payload)) in &rows {
             expected.insert(*id, (payload.clone(), version));
         }
-        append(&table, rows.into_iter().map(|(_, (row, _))| row));
+        // One at a time: right after an `ALTER TABLE` a tablet server may not know the new
+        // schema yet (see `write::append_rows_after_schema_change`).
+        rt().block_on(async {
+            let connection = Cluster::shared().connection().await;
+            write::append_rows_after_schema_change(
+                &connection,
+                &table,
+                rows.into_iter().map(|(_, (row, _))| row),
+            )
+            .await;
+        });
     };
     write(0..20, 1);
     let headers = ["fluss_bucket", "fluss_offset", "fluss_schema_id"];

@@ -30,6 +30,7 @@ use arrow_array::RecordBatch;
 use fluss::client::{AppendWriter, FlussConnection, FlussTable, UpsertWriter, WriteResultFuture};
 use fluss::metadata::TablePath;
 use fluss::row::{ColumnarRow, GenericRow};
+use fluss::rpc::FlussError;
 
 /// A flush that takes longer than this means the cluster is stuck; the
 /// writer itself retries forever (`writer_retries` = i32::MAX).
@@ -265,43 +266,71 @@ pub async fn write_changes<'a>(
     write_all::<UpsertWriter, _>(connection, path, changes).await
 }
 
-/// Waits until the tablet servers accept writes of `path`'s newest schema. After an `ALTER
-/// TABLE` the coordinator shows the new schema id before the tablet servers know it, and they
-/// refuse its writes meanwhile ("Invalid schema id"). The probe deletes the keys of `probes`:
-/// rows of the newest schema whose keys are never written (a few, so that every bucket is
-/// likely probed). A delete of a missing key changes nothing and adds nothing to the
-/// changelog (the tablet server skips it).
-pub async fn wait_writable(
+/// Appends `rows` to the log table `path` right after an `ALTER TABLE`, one at a time (see
+/// [`write_each_once_the_schema_is_known`]). Returns how many rows were written.
+pub async fn append_rows_after_schema_change<'a>(
     connection: &FlussConnection,
     path: &TablePath,
-    probes: &[GenericRow<'_>],
-) {
-    crate::poll_until(
-        FLUSH_TIMEOUT,
-        Duration::from_millis(200),
-        "the tablet servers to accept writes of the newest schema",
-        || async {
-            let table = connection
-                .get_table(path)
-                .await
-                .map_err(|e| e.to_string())?;
-            let writer = table
-                .new_upsert()
-                .and_then(|upsert| upsert.create_writer())
-                .map_err(|e| e.to_string())?;
-            let acks = probes
-                .iter()
-                .map(|probe| writer.delete(probe))
-                .collect::<fluss::error::Result<Vec<_>>>()
-                .map_err(|e| e.to_string())?;
-            writer.flush().await.map_err(|e| e.to_string())?;
-            for ack in acks {
-                ack.await.map_err(|e| e.to_string())?;
+    rows: impl IntoIterator<Item = GenericRow<'a>>,
+) -> usize {
+    write_each_once_the_schema_is_known::<AppendWriter, _>(connection, path, rows).await
+}
+
+/// Applies `changes` in order to the primary-key table `path` right after an `ALTER TABLE`,
+/// one at a time (see [`write_each_once_the_schema_is_known`]). Returns how many were written.
+pub async fn write_changes_after_schema_change<'a>(
+    connection: &FlussConnection,
+    path: &TablePath,
+    changes: impl IntoIterator<Item = Change<'a>>,
+) -> usize {
+    write_each_once_the_schema_is_known::<UpsertWriter, _>(connection, path, changes).await
+}
+
+/// Writes `items` in order, each flushed and acknowledged before the next. After an `ALTER
+/// TABLE` the coordinator shows the new schema id before every tablet server knows it, and a
+/// tablet server refuses writes of that schema meanwhile (`SchemaNotExist`, "Invalid schema id",
+/// which fluss-rs's writer does not retry). A refused row was not written, so it is written
+/// again until it is accepted; any other refusal panics, and so does a schema still unknown
+/// after [`FLUSH_TIMEOUT`].
+async fn write_each_once_the_schema_is_known<W: Writer<T>, T>(
+    connection: &FlussConnection,
+    path: &TablePath,
+    items: impl IntoIterator<Item = T>,
+) -> usize {
+    let table = open_table(connection, path).await;
+    let writer = W::open(&table).unwrap_or_else(|e| panic!("{} writer for {path}: {e}", W::KIND));
+    let (mut count, mut refused) = (0, 0);
+    for item in items {
+        let deadline = tokio::time::Instant::now() + FLUSH_TIMEOUT;
+        loop {
+            let ack = writer
+                .write(&item)
+                .unwrap_or_else(|e| panic!("{} row {count} to {path}: {e}", W::KIND));
+            flush(path, writer.flush()).await;
+            match tokio::time::timeout(FLUSH_TIMEOUT, ack).await {
+                Ok(Ok(())) => break,
+                Ok(Err(e))
+                    if e.api_error() == Some(FlussError::SchemaNotExist)
+                        && tokio::time::Instant::now() < deadline =>
+                {
+                    refused += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok(Err(e)) => panic!("{} of row {count} to {path} was refused: {e}", W::KIND),
+                Err(_) => panic!(
+                    "{} of row {count} to {path} not acknowledged within {FLUSH_TIMEOUT:?}",
+                    W::KIND
+                ),
             }
-            Ok::<_, String>(())
-        },
-    )
-    .await;
+        }
+        count += 1;
+    }
+    if refused > 0 {
+        eprintln!(
+            "{path}: {refused} writes refused for a schema not known yet, then written again"
+        );
+    }
+    count
 }
 
 async fn flush(
