@@ -58,7 +58,7 @@ pub struct Telemetry {
     last_progress: Instant,
     fault: Option<FaultStreak>,
     /// The connector's metrics (a no-op without `metrics_address`).
-    pub metrics: Metrics,
+    metrics: Metrics,
 }
 
 struct FaultStreak {
@@ -294,12 +294,20 @@ impl Telemetry {
     }
 
     /// The INFO line at close.
-    pub fn closed(&self) {
+    /// The connector's metrics (a no-op without `metrics_address`).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The close line; the connector's metrics are unregistered (and the port freed if it was
+    /// the last).
+    pub fn closed(&mut self) {
         tracing::info!(target: TARGET, "{}: closed after {} acknowledged messages ({} rows)",
             self.prefix,
             self.messages_total,
             self.rows_total
         );
+        self.metrics = Metrics::off();
     }
 }
 

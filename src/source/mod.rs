@@ -53,7 +53,7 @@ use crate::encode::Encoder;
 use crate::encode::batch::Batch;
 use crate::error::{Error, Fault, RETRY_PAUSE, Result};
 use crate::format;
-use crate::metrics::{ErrorKind, Metrics};
+use crate::metrics::ErrorKind;
 use crate::position::progress::{Progress, Tally};
 use crate::position::{BucketKey, Position, Positions, Timestamps};
 use crate::sdk::{ConnectorState, ProducedMessages, SourceBatchResult};
@@ -188,8 +188,8 @@ impl FlussSource {
         {
             telemetry.warn(&warning);
         }
-        telemetry.metrics.committed(&committed);
-        telemetry.metrics.partitions(&partitions);
+        telemetry.metrics().committed(&committed);
+        telemetry.metrics().partitions(&partitions);
         let mut progress = Progress::new(committed);
         if let Some(saved) = &saved {
             progress = progress.with_set_aside(&saved.positions, &left_out);
@@ -217,7 +217,7 @@ impl FlussSource {
     pub async fn poll(&mut self) -> Result<ProducedMessages> {
         let produced = self.produce().await;
         if produced.is_err() {
-            self.ctx.telemetry.metrics.error(ErrorKind::Fatal);
+            self.ctx.telemetry.metrics().error(ErrorKind::Fatal);
         }
         produced
     }
@@ -236,7 +236,7 @@ impl FlussSource {
                 let committed = self.progress.commit();
                 let telemetry = &mut self.ctx.telemetry;
                 telemetry.acknowledged(committed.tally);
-                telemetry.metrics.acknowledged(
+                telemetry.metrics().acknowledged(
                     committed.tally,
                     self.progress.committed(),
                     &committed.times,
@@ -245,7 +245,7 @@ impl FlussSource {
             }
             SourceBatchResult::Nack => {
                 let nacked = self.progress.rollback();
-                self.ctx.telemetry.metrics.nacked(nacked.messages);
+                self.ctx.telemetry.metrics().nacked(nacked.messages);
                 self.rewind().await
             }
         }
@@ -260,8 +260,6 @@ impl FlussSource {
         self.snapshots.give_back_all(&mut self.ctx).await;
         self.snapshots.remove_dir();
         self.ctx.telemetry.closed();
-        // Unregisters this connector's metrics (and frees the port if it was the last).
-        self.ctx.telemetry.metrics = Metrics::off();
         Ok(())
     }
 
@@ -325,7 +323,7 @@ impl FlussSource {
     /// scanner dropped when some snapshot failed (it still reads their changelog).
     fn settle(&mut self, drained: &Drained) {
         let (fetched, kept) = drained.snapshot_rows;
-        self.ctx.telemetry.metrics.fetched(fetched, kept);
+        self.ctx.telemetry.metrics().fetched(fetched, kept);
         self.snapshots
             .settled(&drained.finished, &drained.failed, &mut self.ctx.telemetry);
         if !drained.failed.is_empty() {
@@ -364,7 +362,7 @@ impl FlussSource {
                 .trim(&key, &mut records, ScanRecord::offset);
             let fetched = records.len();
             let kept = self.buckets.queue(key, records)?;
-            self.ctx.telemetry.metrics.fetched(fetched, kept);
+            self.ctx.telemetry.metrics().fetched(fetched, kept);
         }
         Ok(())
     }
@@ -387,7 +385,7 @@ impl FlussSource {
         for key in self.bounded.reached(self.progress.current(), &positions) {
             self.scan.unsubscribe(key).await;
         }
-        let metrics = &self.ctx.telemetry.metrics;
+        let metrics = &self.ctx.telemetry.metrics();
         if metrics.enabled() {
             metrics.snapshots(self.buckets.snapshot_phases(&positions));
         }
@@ -536,8 +534,8 @@ impl FlussSource {
         self.upkeep.watermarks().retain(self.progress.current());
         let telemetry = &mut self.ctx.telemetry;
         telemetry.partitions(&added, &dropped);
-        telemetry.metrics.partitions(self.buckets.partitions());
-        telemetry.metrics.committed(self.progress.committed());
+        telemetry.metrics().partitions(self.buckets.partitions());
+        telemetry.metrics().committed(self.progress.committed());
         Ok(())
     }
 

@@ -204,7 +204,7 @@ impl Scan {
                 return Ok(());
             }
         };
-        watermarks.record(&latest, &ctx.telemetry.metrics);
+        watermarks.record(&latest, ctx.telemetry.metrics());
         if ctx.telemetry.faulted() {
             ctx.telemetry.recovered();
             self.go_stale();
@@ -219,7 +219,7 @@ impl Scan {
                     for (key, position) in positions {
                         progress.set_committed(key, position);
                     }
-                    ctx.telemetry.metrics.committed(progress.committed());
+                    ctx.telemetry.metrics().committed(progress.committed());
                     self.go_stale();
                 }
                 Err(error) if error.fault() == Fault::Retry => ctx

@@ -111,7 +111,7 @@ impl Watermarks {
             .collect();
         // The metrics get the answer at once, not at the next poll, which may be far off
         // while the runtime is busy with the batch before.
-        let sink = ctx.telemetry.metrics.sink();
+        let sink = ctx.telemetry.metrics().sink();
         let (tx, answer) = oneshot::channel();
         tokio::spawn(async move {
             if let Ok(latest) = offsets::list(&table, &keys, &names, OffsetSpec::Latest).await {
