@@ -20,42 +20,18 @@
 //! `message.rs`, longer ones through the base64 crate; both must equal the base64 crate on
 //! random bytes of every length, and decode back to the same bytes.
 //!
-//! Cases per property: `PROPTEST_CASES`, default 4,096 (well under a second in debug).
+//! Cases per property: `PROPTEST_CASES`, default 4,096 in an optimised build (the workspace's
+//! proptest configuration, tests/property/mod.rs).
+
+#[path = "../../tests/property/mod.rs"]
+mod property;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use iggy_connector_sdk::message::{INLINE_CAPACITY, MAX_HEADER_LEN};
 use iggy_connector_sdk::{HeaderField, HeaderKind};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 use serde_json::{Value, json};
-
-/// `PROPTEST_CASES` cases (default 4096); the seed is `PROPTEST_RNG_SEED` when set, else one
-/// from the clock, printed either way, so a failure is replayed with the same cases; a failing
-/// case is also saved beside this file and tried first by the next runs.
-fn config() -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(4_096);
-    let seed = std::env::var("PROPTEST_RNG_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-    eprintln!("seed: PROPTEST_RNG_SEED={seed} (set it to replay these cases)");
-    Config {
-        cases,
-        rng_seed: RngSeed::Fixed(seed),
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-            "proptest-regressions",
-        ))),
-        ..Config::default()
-    }
-}
 
 /// Bytes of every length of the short path (`min..=22`, each tail of 0, 1 or 2 bytes) more
 /// often than the longer lengths (`23..=max`) the crate handles.
@@ -78,7 +54,7 @@ fn serialized_value(field: &HeaderField) -> String {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(property::config(4_096))]
 
     /// Raw headers (1..=255 bytes, the lengths the constructors accept).
     #[test]

@@ -19,6 +19,9 @@
 //! else from the clock, and the seed printed either way, so a failing case is replayed by
 //! setting the variable to the printed value.
 
+#[path = "../../tests/property/seed.rs"]
+mod env;
+
 /// A small deterministic generator (a 64-bit linear congruential one, its high bits used).
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
@@ -26,16 +29,7 @@ pub struct Rng(u64);
 impl Rng {
     /// Seeded from `var` when it holds a number, else from the clock; prints `var=SEED`.
     pub fn from_env(var: &str) -> Self {
-        let seed = std::env::var(var)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(1, |d| d.as_nanos() as u64)
-            });
-        eprintln!("seed: {var}={seed} (set it to replay this case)");
-        Self::new(seed)
+        Self::new(env::from_env(var, "this case"))
     }
 
     /// Seeded with `seed`.

@@ -15,8 +15,10 @@
 // specific language governing permissions and limitations
 // under the License.
 
-//! The proptest configuration every property test of this crate runs with: its case count,
+//! The proptest configuration every property test of the workspace runs with: its case count,
 //! its seed printed and taken from `PROPTEST_RNG_SEED`, and its failures kept next to the test.
+
+pub mod seed;
 
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 
@@ -38,15 +40,7 @@ pub fn config(default: u32) -> Config {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or(default);
-    let seed = std::env::var("PROPTEST_RNG_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-    eprintln!("seed: PROPTEST_RNG_SEED={seed} (set it to replay these cases)");
+    let seed = seed::from_env("PROPTEST_RNG_SEED", "these cases");
     Config {
         cases,
         rng_seed: RngSeed::Fixed(seed),
