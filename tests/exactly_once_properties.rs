@@ -39,14 +39,14 @@ mod dedup;
 mod property;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_ipc::reader::StreamReader;
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{DataType, Field, Fields, Schema};
 use fluss::metadata::{DataField, DataTypes, RowType};
 use fluss::record::{ChangeType, ScanRecord};
 use fluss::row::ColumnarRow;
@@ -67,7 +67,7 @@ use iggy_connector_fluss_source::snapshot::files::Opened;
 use iggy_connector_fluss_source::snapshot::files::RowBatches;
 use iggy_connector_fluss_source::source::queue::Buckets;
 use proptest::prelude::*;
-use serde_json::Value;
+use serde::Deserialize;
 
 use dedup::{Deduplicator, MessageId, Positions as RowPositions};
 
@@ -116,13 +116,18 @@ fn fields() -> Vec<DataField> {
     ]
 }
 
-fn batch_of(rows: &[(i64, i64)]) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
+/// The Arrow fields of [`fields`], shared by the schema of every batch.
+static ARROW_FIELDS: LazyLock<Fields> = LazyLock::new(|| {
+    Fields::from(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("v", DataType::Int64, false),
-    ]));
+    ])
+});
+
+/// `rows` as a record batch with a schema handle of its own (no two batches share one).
+fn batch_of(rows: &[(i64, i64)]) -> RecordBatch {
     RecordBatch::try_new(
-        schema,
+        Arc::new(Schema::new(ARROW_FIELDS.clone())),
         vec![
             Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
             Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
@@ -141,6 +146,9 @@ struct BucketPlan {
     snapshot: Vec<(i64, i64)>,
     start: i64,
     batches: Vec<Vec<Change>>,
+    /// `batches` as fluss-rs hands them over ([`scan_records`]), built once per case: each
+    /// session polls clones of them.
+    records: Vec<Vec<ScanRecord>>,
 }
 
 /// A random table for `format` and what a consumer must end with.
@@ -209,11 +217,13 @@ fn table(format: Format, rng: &mut Rng, filtered: bool) -> (Vec<BucketPlan>, Exp
             log.push(batch);
         }
         log.retain(|b| !b.is_empty());
+        let records = scan_records(&log, start);
         plans.push(BucketPlan {
             key: BucketKey::bucket(bucket),
             snapshot,
             start,
             batches: log,
+            records,
         });
     }
     rows.sort_unstable();
@@ -232,33 +242,45 @@ enum Expected {
     State(BTreeMap<i64, i64>),
 }
 
+/// The record batches of a log whose first offset is `start`, as fluss-rs hands them over: a
+/// row per record of one Arrow batch.
+fn scan_records(batches: &[Vec<Change>], start: i64) -> Vec<Vec<ScanRecord>> {
+    let row_type = Arc::new(RowType::new(fields()));
+    let mut offset = start;
+    batches
+        .iter()
+        .map(|changes| {
+            let first = offset;
+            offset += changes.len() as i64;
+            let rows: Vec<(i64, i64)> = changes.iter().map(|c| (c.1, c.2)).collect();
+            let row = ColumnarRow::new(Arc::new(batch_of(&rows)), row_type.clone(), 0, None)
+                .expect("columnar row");
+            changes
+                .iter()
+                .enumerate()
+                .map(|(i, change)| {
+                    let mut row = row.clone();
+                    row.set_row_id(i);
+                    ScanRecord::new(row, first + i as i64, first + i as i64, change.0)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// The record batches of `plan` from offset `from` on, as fluss-rs hands them over.
 fn records_from(plan: &BucketPlan, from: i64) -> VecDeque<Vec<ScanRecord>> {
-    let row_type = Arc::new(RowType::new(fields()));
-    let mut offset = plan.start;
-    let mut out = VecDeque::new();
-    for changes in &plan.batches {
-        let first = offset;
-        offset += changes.len() as i64;
-        if offset <= from {
-            continue;
-        }
-        let rows: Vec<(i64, i64)> = changes.iter().map(|c| (c.1, c.2)).collect();
-        let row = ColumnarRow::new(Arc::new(batch_of(&rows)), row_type.clone(), 0, None)
-            .expect("columnar row");
-        let records: Vec<ScanRecord> = changes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| first + *i as i64 >= from)
-            .map(|(i, change)| {
-                let mut row = row.clone();
-                row.set_row_id(i);
-                ScanRecord::new(row, first + i as i64, first + i as i64, change.0)
-            })
-            .collect();
-        out.push_back(records);
-    }
-    out
+    plan.records
+        .iter()
+        .filter(|records| records.last().is_some_and(|r| r.offset() >= from))
+        .map(|records| {
+            records
+                .iter()
+                .filter(|r| r.offset() >= from)
+                .cloned()
+                .collect()
+        })
+        .collect()
 }
 
 /// Snapshot rows handed out a read batch at a time.
@@ -431,6 +453,27 @@ fn ipc_batch(message: &ProducedMessage) -> RecordBatch {
     reader.next().expect("one batch").expect("valid batch")
 }
 
+/// A row of `payload_format = "json"`, of which the consumer reads the id.
+#[derive(Deserialize)]
+struct JsonRow {
+    id: i64,
+}
+
+/// A Debezium change event, of which the consumer reads the operation and the images.
+#[derive(Deserialize)]
+struct DebeziumEvent {
+    op: String,
+    before: Option<Image>,
+    after: Option<Image>,
+}
+
+/// A row image of a Debezium event.
+#[derive(Deserialize)]
+struct Image {
+    id: i64,
+    v: i64,
+}
+
 /// The Rust consumer example's recipe over `topic`.
 fn consume(format: Format, topic: &[ProducedMessage]) -> Expected {
     let mut dedup = Deduplicator::default();
@@ -447,23 +490,17 @@ fn consume(format: Format, topic: &[ProducedMessage]) -> Expected {
                 if verdict.seen == 1 {
                     continue;
                 }
-                let payload: Value = serde_json::from_slice(&message.payload).expect("JSON");
                 if format == Format::LogJson {
-                    rows.push(payload["id"].as_i64().expect("id"));
+                    let row: JsonRow = serde_json::from_slice(&message.payload).expect("JSON");
+                    rows.push(row.id);
                     continue;
                 }
-                let image = |side: &str| {
-                    let image = &payload[side];
-                    (
-                        image["id"].as_i64().expect("id"),
-                        image["v"].as_i64().expect("v"),
-                    )
-                };
-                if payload["op"] == "d" {
-                    state.remove(&image("before").0);
+                let event: DebeziumEvent = serde_json::from_slice(&message.payload).expect("JSON");
+                if event.op == "d" {
+                    state.remove(&event.before.expect("before").id);
                 } else {
-                    let (key, v) = image("after");
-                    state.insert(key, (id.bucket, v));
+                    let after = event.after.expect("after");
+                    state.insert(after.id, (id.bucket, after.v));
                 }
             }
             Format::LogIpc | Format::PkIpc => {
@@ -484,18 +521,14 @@ fn consume(format: Format, topic: &[ProducedMessage]) -> Expected {
                     state.retain(|_, (bucket, _)| *bucket != id.bucket);
                 }
                 let (ids, values) = (column("id").expect("id"), column("v").expect("v"));
+                let changes = batch.column_by_name("_change_type");
                 for row in verdict.seen..batch.num_rows() {
                     let (key, v) = (ids.value(row), values.value(row));
                     if format == Format::LogIpc {
                         rows.push(key);
                         continue;
                     }
-                    match batch
-                        .column_by_name("_change_type")
-                        .expect("_change_type")
-                        .as_string::<i32>()
-                        .value(row)
-                    {
+                    match changes.expect("_change_type").as_string::<i32>().value(row) {
                         "delete" => {
                             state.remove(&key);
                         }
