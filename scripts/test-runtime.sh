@@ -40,9 +40,8 @@ build_everything
 # The Python consumer example's interpreter (the Iggy client, pyarrow), in target/venv.
 scripts/python-venv.sh >/dev/null
 # The Rust consumer example (docs/consuming.md, scripts/cargo-env.sh): its unit tests, then
-# tests/runtime/consumers.rs runs it next to the Python one. It is built in the background,
-# at a lower priority, beside the other runtime tests, which need none of it and mostly wait on
-# servers. CONSUMER_RUST=0 leaves it out but for its formatting (its cold build is the longest
+# tests/runtime/consumers.rs runs it next to the Python one. It is built in the background
+# beside the other runtime tests, which need none of it and mostly wait on servers. CONSUMER_RUST=0 leaves it out but for its formatting (its cold build is the longest
 # of the suite's, BENCHMARKS.md "Consumer examples").
 consumer_rust=${CONSUMER_RUST:-1}
 cargo fmt --manifest-path "$PWD/examples/consumer_rust/Cargo.toml" -- --check
@@ -57,42 +56,33 @@ fi
 summary=${TEST_SUMMARY:-$work/summary}
 source scripts/run-again.sh
 set +e
-# The fault tests (tests/runtime/faults/, mostly holding a fault, with clusters of their own)
-# run in lanes of their own beside the others, one per module; their output follows the
-# others'. RUNTIME_LANES=1 runs them in one lane with the others, one test at a time.
-fault_modules=(sequence leader)
+# The fault tests (tests/runtime/faults/, mostly holding a fault) run in a lane of their own
+# beside the others, with clusters of their own; their output follows the others'.
+# RUNTIME_LANES=1 runs them in one lane with the others, one test at a time.
 faults_lane() {
-  local module=$1
-  "${runtime_tests[@]}" -- --test-threads=1 "faults::$module::" 2>&1 |
-    scripts/test-times.py --label "runtime tests (faults::$module)" \
-      --summary "$work/faults-$module.summary" --failed "$work/faults-$module.failed" \
-      >"$work/faults-$module.log"
+  "${runtime_tests[@]}" -- --test-threads=1 faults:: 2>&1 |
+    scripts/test-times.py --label "runtime tests (faults)" --summary "$work/faults.summary" \
+      --failed "$work/faults.failed" >"$work/faults.log"
   local rc=${PIPESTATUS[0]}
   if [ "$rc" != 0 ]; then
-    run_failed_again "runtime tests (faults::$module)" "$work/faults-$module.failed" \
-      "$work/faults-$module.log" "$work/faults-$module.summary" >>"$work/faults-$module.log" 2>&1
+    run_failed_again "runtime tests (faults)" "$work/faults.failed" "$work/faults.log" \
+      "$work/faults.summary" >>"$work/faults.log" 2>&1
     rc=$?
   fi
   return "$rc"
 }
 faults_skip=(--skip faults::)
 if [ "${RUNTIME_LANES:-}" = 1 ]; then faults_skip=(); fi
-faults_pids=()
 if [ ${#faults_skip[@]} -gt 0 ]; then
-  for module in "${fault_modules[@]}"; do
-    faults_lane "$module" &
-    faults_pids+=($!)
-  done
+  faults_lane &
+  faults_pid=$!
 fi
 {
   rc=0
   # The consumer's build writes to a log of its own, shown when it fails (scripts/test-times.py
   # would count its crates as compiled again after the shared build).
   if [ "$consumer_rust" != 0 ]; then
-    (
-      renice -n 10 -p "$BASHPID" >/dev/null
-      build_consumer_example
-    ) >"$work/consumer-build.log" 2>&1 &
+    build_consumer_example >"$work/consumer-build.log" 2>&1 &
     consumer_build_pid=$!
   fi
   "${runtime_tests[@]}" -- --test-threads=1 --skip consumers:: "${faults_skip[@]}" || rc=1
@@ -117,12 +107,9 @@ if [ "$status" != 0 ]; then
   status=$?
   if [ -f "$work/again" ]; then tee -a "$summary" <"$work/again"; fi
 fi
-if [ ${#faults_pids[@]} -gt 0 ]; then
-  for i in "${!fault_modules[@]}"; do
-    module=${fault_modules[$i]}
-    wait "${faults_pids[$i]}" || status=1
-    cat "$work/faults-$module.log"
-    cat "$work/faults-$module.summary" >>"$summary"
-  done
+if [ -n "${faults_pid:-}" ]; then
+  wait "$faults_pid" || status=1
+  cat "$work/faults.log"
+  cat "$work/faults.summary" >>"$summary"
 fi
 exit "$status"
